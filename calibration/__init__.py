@@ -1,0 +1,1 @@
+"""Calibration: fit a platform profile from measurement records; ships profiles and records."""

@@ -1,0 +1,1 @@
+"""Shipped scenario files (TOML), read with importlib.resources."""

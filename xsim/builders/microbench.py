@@ -1,0 +1,97 @@
+"""The paper's remote-store microbenchmarks (Sec. 3.1) as tile streams.
+
+K producers each issue ``bursts`` bursts of ``burst_bytes``, separated by a producer-side
+``gap_us`` with no remote stores. Each burst is one tile whose mainloop is the gap before it.
+
+- ``periodic``: bursts follow each other with the gap between them (Sec. 3.1 periodic mode).
+- ``isolated``: each burst starts only after the previous one has fully drained, then the gap
+  (the completion-coupled issuer: every burst meets an empty X-Stage, eq. 7).
+- ``aligned = true``: a grid barrier before every burst (counter j collects the K issue ends of
+  burst j; burst j + 1 waits for it). With identical producers the fluid model keeps them in
+  phase anyway; the barrier matters once producers differ.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from xsim.closedform import steady_state
+from xsim.closedform.burst_gap import isolated_burst
+from xsim.params import Param
+from xsim.platform import Platform
+from xsim.units import gbps_to_bytes_per_us
+from xsim.workload import COUPLINGS, Workload, XStageParams
+
+PARAMS = {
+    "mode": Param("str", "periodic", "periodic bursts or isolated bursts", choices=("periodic", "isolated")),
+    "producers": Param("int", 132, "concurrent producer CTAs K", minimum=1, maximum=100_000),
+    "burst_bytes": Param("bytes", 32 * 1024, "bytes per producer per burst B", minimum=0, exclusive_min=True),
+    "gap_us": Param("us", 0.0, "producer-side gap G between bursts", minimum=0),
+    "bursts": Param("int", 200, "bursts per producer", minimum=1, maximum=10_000_000),
+    "warmup_bursts": Param("int", 50, "leading bursts left out of the statistics", minimum=0),
+    "aligned": Param("bool", True, "grid barrier before every burst"),
+    "staging_depth": Param("int", 0, "staging slots S (0: the producer issues its own stores)", minimum=0),
+    "coupling": Param("str", "xstage", "when a staging slot frees", choices=COUPLINGS),
+    "peers": Param("int", 1, "destination GPUs the burst is spread over evenly", minimum=1),
+}
+
+
+def _validate(params: dict) -> None:
+    if params["warmup_bursts"] >= params["bursts"]:
+        raise ValueError(f'"warmup_bursts" ({params["warmup_bursts"]}) must be < "bursts" ({params["bursts"]})')
+
+
+def build(params: dict, platform: Platform) -> Workload:
+    _validate(params)
+    k, n, b = params["producers"], params["bursts"], float(params["burst_bytes"])
+    tiles = k * n
+    aligned = params["aligned"]
+    burst = np.tile(np.arange(n), k)
+    isolated = params["mode"] == "isolated"
+    return Workload(
+        offsets=np.arange(0, tiles + 1, n, dtype=np.int64),
+        producer_gpu=np.zeros(k, dtype=np.int64),
+        kind=np.zeros(tiles, dtype=np.int64),
+        kind_names=("burst",),
+        mainloop_us=np.full(tiles, params["gap_us"]),
+        epilogue_us=np.zeros(tiles),
+        bytes=np.full(tiles, b),
+        t_iss0_us=np.full(tiles, platform.t_iss0_us(k, b)),
+        release_us=np.zeros(tiles),
+        wait_counter=np.where(aligned & (burst > 0), burst - 1, -1).astype(np.int64),
+        wait_value=np.where(aligned & (burst > 0), k, 0).astype(np.int64),
+        signal_counter=(burst if aligned else np.full(tiles, -1)).astype(np.int64),
+        n_counters=n if aligned else 0,
+        xstages=(XStageParams(gbps_to_bytes_per_us(platform.effective_drain_rate_gbps(params["peers"])),
+                              platform.capacity_bytes(k)),),
+        staging_depth=1 if isolated else params["staging_depth"],
+        coupling="completion-coupled" if isolated else params["coupling"],
+        burst_index=burst.astype(np.int64),
+    )
+
+
+def predict(params: dict, platform: Platform) -> dict:
+    """The closed form for the same point: eqs. 3–7 (and the completion-coupled period)."""
+    k, b = params["producers"], float(params["burst_bytes"])
+    volume = k * b
+    t0 = platform.t_iss0_us(k, b)
+    r = platform.effective_drain_rate_gbps(params["peers"])
+    q = platform.capacity_bytes(k)
+    iso = isolated_burst(volume, t0, r, q)
+    if params["mode"] == "isolated":
+        return {"issue_us": iso.t_issue_isolated_us, "q_peak_bytes": iso.q_peak_bytes}
+    ss = steady_state(volume, params["gap_us"], t0, r, q)
+    coupled = params["coupling"] == "completion-coupled"
+    return {"issue_us": ss.t_issue_us, "period_us": ss.t_period_cc_us if coupled else ss.t_period_us,
+            "g_star_us": ss.g_star_us}
+
+
+def summarize(result, params: dict) -> dict:
+    warm = params["warmup_bursts"]
+    return {
+        "period_us": result.period_stats(warm).to_dict(),
+        "issue_us": result.issue_stats(warm).to_dict(),
+        "burst_issue_us": result.burst_issue_stats(warm).to_dict(),
+        "stall_us": result.stall_stats().to_dict(),
+        "makespan_us": result.makespan_us,
+    }

@@ -1,0 +1,78 @@
+"""The fluid X-Stage: one source GPU's outstanding-store queue, drained at rate R.
+
+State: outstanding bytes ``q`` (0 <= q <= Q), cumulative drained bytes ``D``, and a service
+clock ``S``. Every active issuer injects at its nominal rate ``r_i = bytes_i / T_iss0_i``
+scaled by a common admission factor ``phi``; so issuer i, which joined at service time
+``S_i``, finishes exactly when ``S = S_i + T_iss0_i``. Rates are piecewise constant between
+events:
+
+- full and oversubscribed (q = Q, sum r_i > R): ``phi = R / sum r_i``, drain R, q stays Q;
+- otherwise phi = 1, and the drain is work-conserving: R while q > 0 or inflow exceeds R,
+  else it passes the inflow straight through (q stays 0).
+
+These few functions are the whole arithmetic of the X-Stage; the SimPy engine calls them as
+Python, the fast engine compiles the same source with numba, so both round identically.
+"""
+
+from __future__ import annotations
+
+import math
+
+# Thresholds are relative to the magnitude they compare (bytes or microseconds).
+REL_TOL = 1e-12
+
+
+def rates(q: float, capacity: float, drain: float, inflow: float) -> tuple[float, float]:
+    """Admission factor phi and actual drain rate for the current state."""
+    if inflow > drain and q >= capacity:
+        return drain / inflow, drain
+    if q > 0.0 or inflow > drain:
+        return 1.0, drain
+    return 1.0, inflow
+
+
+def advance(q: float, drained: float, service: float, dt: float,
+            capacity: float, drain: float, inflow: float) -> tuple[float, float, float]:
+    """State after ``dt`` microseconds at constant rates, clamped onto [0, Q]."""
+    if dt <= 0.0:
+        return q, drained, service
+    phi, out = rates(q, capacity, drain, inflow)
+    q = q + (phi * inflow - out) * dt
+    tol = REL_TOL * capacity
+    if q >= capacity - tol:
+        q = capacity
+    elif q <= tol:
+        q = 0.0
+    return q, drained + out * dt, service + phi * dt
+
+
+def time_to_boundary(q: float, capacity: float, drain: float, inflow: float) -> float:
+    """Time until q reaches Q or 0 at the current rates (inf if it never does)."""
+    phi, out = rates(q, capacity, drain, inflow)
+    dq = phi * inflow - out
+    if dq > 0.0:
+        return (capacity - q) / dq
+    if dq < 0.0:
+        return q / -dq
+    return math.inf
+
+
+def time_to_service(target: float, service: float, q: float, capacity: float,
+                    drain: float, inflow: float) -> float:
+    """Time until the service clock reaches ``target`` (an issuer's finish)."""
+    phi, _ = rates(q, capacity, drain, inflow)
+    return max(target - service, 0.0) / phi
+
+
+def time_to_drained(mark: float, drained: float, q: float, capacity: float,
+                    drain: float, inflow: float) -> float:
+    """Time until cumulative drained bytes reach ``mark`` (a tile's last byte)."""
+    _, out = rates(q, capacity, drain, inflow)
+    if mark <= drained:
+        return 0.0
+    return (mark - drained) / out if out > 0.0 else math.inf
+
+
+def reached(value: float, target: float) -> bool:
+    """``value`` has reached ``target`` up to rounding."""
+    return value >= target - REL_TOL * max(1.0, abs(target))

@@ -1,0 +1,194 @@
+"""The reference engine: the X-Stage model as SimPy processes.
+
+Per producer (one CTA): an ``mma`` process (the compute role: waits for its tile's release
+time, its counter dependency and a free staging slot, then runs the mainloop) and an
+``issuer`` process (the epilogue role: takes finished tiles in order, runs the fixed epilogue,
+injects the tile's bytes into its GPU's X-Stage, then frees the staging slot). Per source
+GPU: one :class:`XStage` whose ``drain`` process advances the fluid queue from one boundary
+to the next. Same-time events run in SimPy's order (FIFO by scheduling); the results do not
+depend on that order because the fluid state only changes with elapsed time.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+import simpy
+
+from xsim.des import fluid
+from xsim.des.result import SimResult, TileTimes
+from xsim.workload import Workload
+
+
+class SimulationError(RuntimeError):
+    """The workload cannot finish (a dependency that is never met)."""
+
+
+class XStage:
+    """One source GPU's fluid X-Stage (see :mod:`xsim.des.fluid`)."""
+
+    def __init__(self, env: simpy.Environment, drain: float, capacity: float, trace: bool):
+        self.env, self.drain_rate, self.capacity = env, drain, capacity
+        self.q = self.drained = self.service = 0.0
+        self.inflow = 0.0
+        self.t_last = 0.0
+        self._issuing: list[tuple[float, int, float, simpy.Event, simpy.Event]] = []
+        self._marks: list[tuple[float, simpy.Event]] = []  # FIFO, marks non-decreasing
+        self._seq = 0
+        self.trace_t: list[float] | None = [0.0] if trace else None
+        self.trace_q: list[float] = [0.0]
+        self._wake = env.event()
+        env.process(self.drain())
+
+    def inject(self, nbytes: float, t_iss0_us: float) -> tuple[simpy.Event, simpy.Event]:
+        """Start issuing ``nbytes``; returns (issue-ended, bytes-drained) events."""
+        self._advance()
+        issued, drained = self.env.event(), self.env.event()
+        heapq.heappush(self._issuing, (self.service + t_iss0_us, self._seq, nbytes / t_iss0_us, issued, drained))
+        self._seq += 1
+        self.inflow += nbytes / t_iss0_us
+        if not self._wake.triggered:
+            self._wake.succeed()
+        return issued, drained
+
+    def _advance(self) -> None:
+        dt = self.env.now - self.t_last
+        self.q, self.drained, self.service = fluid.advance(
+            self.q, self.drained, self.service, dt, self.capacity, self.drain_rate, self.inflow)
+        self.t_last = self.env.now
+
+    def _settle(self) -> None:
+        """Complete every issuer and drain mark the fluid has reached at this instant."""
+        while self._issuing and fluid.reached(self.service, self._issuing[0][0]):
+            _, _, rate, issued, drained = heapq.heappop(self._issuing)
+            self.inflow = self.inflow - rate if self._issuing else 0.0
+            self._marks.append((self.drained + self.q, drained))
+            issued.succeed()
+        while self._marks and fluid.reached(self.drained, self._marks[0][0]):
+            self._marks.pop(0)[1].succeed(self.env.now)
+        if self.trace_t is not None and (self.env.now > self.trace_t[-1] or self.q != self.trace_q[-1]):
+            self.trace_t.append(self.env.now)
+            self.trace_q.append(self.q)
+
+    def _next_boundary(self) -> float:
+        args = (self.q, self.capacity, self.drain_rate, self.inflow)
+        dt = fluid.time_to_boundary(*args)
+        if self._issuing:
+            dt = min(dt, fluid.time_to_service(self._issuing[0][0], self.service, *args))
+        if self._marks:
+            dt = min(dt, fluid.time_to_drained(self._marks[0][0], self.drained, *args))
+        return dt
+
+    def drain(self):
+        """The drain process: sleep until the next fluid boundary or a new issuer."""
+        while True:
+            self._advance()
+            self._settle()
+            self._wake = self.env.event()
+            dt = self._next_boundary()
+            if dt == float("inf"):
+                yield self._wake
+            else:
+                yield self.env.timeout(dt) | self._wake
+
+
+class Counters:
+    """``l2_full``-style counters: tiles signal them, mainloops wait on a threshold."""
+
+    def __init__(self, env: simpy.Environment, n: int):
+        self.env = env
+        self.value = [0] * n
+        self._waiting: list[list[tuple[int, simpy.Event]]] = [[] for _ in range(n)]
+
+    def wait(self, counter: int, value: int) -> simpy.Event:
+        event = self.env.event()
+        if self.value[counter] >= value:
+            event.succeed()
+        else:
+            self._waiting[counter].append((value, event))
+        return event
+
+    def signal(self, counter: int) -> None:
+        self.value[counter] += 1
+        still = []
+        for value, event in self._waiting[counter]:
+            if self.value[counter] >= value:
+                event.succeed()
+            else:
+                still.append((value, event))
+        self._waiting[counter] = still
+
+
+def run(workload: Workload, trace: bool = True) -> SimResult:
+    """Simulate ``workload`` to completion."""
+    w = workload
+    env = simpy.Environment()
+    stages = [XStage(env, x.drain_bytes_per_us, x.capacity_bytes, trace) for x in w.xstages]
+    counters = Counters(env, w.n_counters)
+    times = TileTimes.empty(w.n_tiles)
+    coupled = w.coupling == "completion-coupled"
+
+    def mma(p: int, slots: simpy.Container, finished: simpy.Store):
+        for i in range(w.offsets[p], w.offsets[p + 1]):
+            if w.release_us[i] > env.now:
+                yield env.timeout(w.release_us[i] - env.now)
+            ready = env.now
+            if w.wait_counter[i] >= 0:
+                yield counters.wait(int(w.wait_counter[i]), int(w.wait_value[i]))
+            times.dep_wait_us[i] = env.now - ready
+            deps_met = env.now
+            yield slots.get(1)
+            times.stall_us[i] = env.now - deps_met
+            times.mainloop_start[i] = env.now
+            yield env.timeout(w.mainloop_us[i])
+            times.mainloop_end[i] = env.now
+            yield finished.put(i)
+
+    def issuer(p: int, slots: simpy.Container, finished: simpy.Store):
+        stage = stages[w.producer_gpu[p]]
+        for _ in range(w.offsets[p], w.offsets[p + 1]):
+            i = yield finished.get()
+            times.issue_start[i] = env.now
+            if w.epilogue_us[i] > 0:
+                yield env.timeout(w.epilogue_us[i])
+            drained = None
+            if w.bytes[i] > 0:
+                issued, drained = stage.inject(w.bytes[i], w.t_iss0_us[i])
+                yield issued
+            times.issue_end[i] = env.now
+            if w.signal_counter[i] >= 0:
+                counters.signal(int(w.signal_counter[i]))
+            if drained is not None and coupled:
+                yield drained
+            if drained is None or coupled:
+                times.drain_end[i] = env.now
+            elif drained.processed:
+                times.drain_end[i] = drained.value
+            else:
+                drained.callbacks.append(lambda e, i=i: times.drain_end.__setitem__(i, e.value))
+            yield slots.put(1)
+
+    for p in range(w.n_producers):
+        slots = simpy.Container(env, capacity=w.slots, init=w.slots)
+        finished = simpy.Store(env)
+        env.process(mma(p, slots, finished))
+        env.process(issuer(p, slots, finished))
+    env.run()
+    _check_finished(w, times, counters)
+    traces = [(np.asarray(s.trace_t), np.asarray(s.trace_q)) if trace else None for s in stages]
+    return SimResult(workload=w, times=times, traces=traces, engine="simpy")
+
+
+def _check_finished(w: Workload, times: TileTimes, counters: Counters) -> None:
+    unfinished = np.flatnonzero(np.isnan(times.drain_end))
+    if unfinished.size:
+        i = int(unfinished[0])
+        p = int(w.producer[i])
+        detail = ""
+        if w.wait_counter[i] >= 0 and np.isnan(times.mainloop_start[i]):
+            c = int(w.wait_counter[i])
+            detail = f": it waits for counter {c} to reach {w.wait_value[i]}, which stopped at {counters.value[c]}"
+        raise SimulationError(
+            f"deadlock: {unfinished.size} tiles never finished; first is tile {i - w.offsets[p]} "
+            f"of producer {p}{detail}")

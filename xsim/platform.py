@@ -1,0 +1,241 @@
+"""Platform model M_X = (T_iss0(K, B), R, Q(K)) and its versioned JSON profile format.
+
+A profile is data with units in every key. ``T_iss0`` depends on the producer count K and the
+bytes per producer B; ``Q`` depends on K; ``R`` is the effective aggregate drain rate of one
+source GPU's X-Stage, optionally with a per-destination-link rate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Mapping
+
+from xsim.units import gbps_to_bytes_per_us
+
+SCHEMA = "xstage.platform/1"
+
+
+class ProfileError(ValueError):
+    """A platform profile that cannot be read or is not valid."""
+
+
+def _positive(name: str, value: float | None, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value <= 0:
+        raise ProfileError(f'"{name}" must be a finite number > 0, got {value!r}')
+
+
+@dataclass(frozen=True)
+class IssueModel:
+    """Backpressure-free burst issue time T_iss0(K, B).
+
+    ``T_iss0 = t_fixed_us + B * max(1 / producer_issue_gbps, K / aggregate_issue_gbps)``:
+    a fixed per-burst cost, then each producer's bytes at its own store-issue rate unless the
+    K producers together hit an aggregate injection ceiling. ``None`` rates are unlimited.
+    """
+
+    t_fixed_us: float = 0.0
+    producer_issue_gbps: float | None = None
+    aggregate_issue_gbps: float | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.t_fixed_us, (int, float)) or not self.t_fixed_us >= 0:
+            raise ProfileError(f'"t_fixed_us" must be >= 0, got {self.t_fixed_us!r}')
+        _positive("producer_issue_gbps", self.producer_issue_gbps, allow_none=True)
+        _positive("aggregate_issue_gbps", self.aggregate_issue_gbps, allow_none=True)
+
+    def t_iss0_us(self, producers: int, burst_bytes: float) -> float:
+        """Backpressure-free issue time of a burst of ``producers`` x ``burst_bytes``."""
+        us_per_byte = 0.0
+        if self.producer_issue_gbps is not None:
+            us_per_byte = 1.0 / gbps_to_bytes_per_us(self.producer_issue_gbps)
+        if self.aggregate_issue_gbps is not None:
+            us_per_byte = max(us_per_byte, producers / gbps_to_bytes_per_us(self.aggregate_issue_gbps))
+        return self.t_fixed_us + burst_bytes * us_per_byte
+
+
+@dataclass(frozen=True)
+class CapacityModel:
+    """Effective outstanding capacity Q(K) = min(K * per_producer_bytes, max_bytes).
+
+    Either bound may be ``None`` (absent); at least one must be given.
+    """
+
+    max_bytes: float | None = None
+    per_producer_bytes: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_bytes is None and self.per_producer_bytes is None:
+            raise ProfileError('capacity needs "max_bytes" or "per_producer_bytes"')
+        _positive("max_bytes", self.max_bytes, allow_none=True)
+        _positive("per_producer_bytes", self.per_producer_bytes, allow_none=True)
+
+    def capacity_bytes(self, producers: int) -> float:
+        bounds = [b for b in (self.max_bytes,) if b is not None]
+        if self.per_producer_bytes is not None:
+            bounds.append(producers * self.per_producer_bytes)
+        return min(bounds)
+
+
+@dataclass(frozen=True)
+class Platform:
+    """One source GPU's X-Stage parameters plus where they came from."""
+
+    name: str
+    drain_rate_gbps: float
+    issue: IssueModel
+    capacity: CapacityModel
+    link_drain_rate_gbps: float | None = None
+    sms: int = 132
+    gpus: int = 2
+    status: str = "measured"
+    description: str = ""
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ProfileError('"name" must be a non-empty string')
+        _positive("drain_rate_gbps", self.drain_rate_gbps)
+        _positive("link_drain_rate_gbps", self.link_drain_rate_gbps, allow_none=True)
+        for key in ("sms", "gpus"):
+            value = getattr(self, key)
+            if not isinstance(value, int) or value <= 0:
+                raise ProfileError(f'"{key}" must be an integer > 0, got {value!r}')
+        if self.status not in ("measured", "published", "override"):
+            raise ProfileError(f'"status" must be measured, published or override, got {self.status!r}')
+
+    def t_iss0_us(self, producers: int, burst_bytes: float) -> float:
+        return self.issue.t_iss0_us(producers, burst_bytes)
+
+    def capacity_bytes(self, producers: int) -> float:
+        return self.capacity.capacity_bytes(producers)
+
+    def effective_drain_rate_gbps(self, peers: int = 1) -> float:
+        """Drain rate of a burst spread evenly over ``peers`` destination links.
+
+        The X-Stage is one FIFO per source GPU, so a mix of destinations drains at the
+        aggregate rate R unless the per-link rate caps it: ``min(R, peers * R_link)``.
+        """
+        if peers < 1:
+            raise ValueError(f'"peers" must be >= 1, got {peers!r}')
+        if self.link_drain_rate_gbps is None:
+            return self.drain_rate_gbps
+        return min(self.drain_rate_gbps, peers * self.link_drain_rate_gbps)
+
+    def with_overrides(
+        self,
+        t_iss0_us: float | None = None,
+        drain_gbps: float | None = None,
+        capacity_bytes: float | None = None,
+    ) -> "Platform":
+        """A copy with command-line overrides: a constant T_iss0, R and/or a constant Q."""
+        changes: dict[str, Any] = {}
+        if t_iss0_us is not None:
+            changes["issue"] = IssueModel(t_fixed_us=t_iss0_us)
+        if drain_gbps is not None:
+            changes["drain_rate_gbps"] = drain_gbps
+            changes["link_drain_rate_gbps"] = None
+        if capacity_bytes is not None:
+            changes["capacity"] = CapacityModel(max_bytes=capacity_bytes)
+        if not changes:
+            return self
+        overridden = sorted(k for k, v in
+                            (("t_iss0_us", t_iss0_us), ("drain_gbps", drain_gbps),
+                             ("capacity_bytes", capacity_bytes)) if v is not None)
+        provenance = dict(self.provenance, overridden=overridden)
+        return dataclasses.replace(self, status="override", provenance=provenance, **changes)
+
+    # ---- JSON ------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "name": self.name,
+            "status": self.status,
+            "description": self.description,
+            "gpu": {"sms": self.sms, "count": self.gpus},
+            "drain_rate_gbps": self.drain_rate_gbps,
+            "link_drain_rate_gbps": self.link_drain_rate_gbps,
+            "t_iss0": dataclasses.asdict(self.issue),
+            "capacity": dataclasses.asdict(self.capacity),
+            "provenance": dict(self.provenance),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Platform":
+        if not isinstance(data, Mapping):
+            raise ProfileError("a profile must be a JSON object")
+        if data.get("schema") != SCHEMA:
+            raise ProfileError(f'"schema" must be {SCHEMA!r}, got {data.get("schema")!r}')
+        try:
+            gpu = data.get("gpu", {})
+            return cls(
+                name=data["name"],
+                status=data.get("status", "measured"),
+                description=data.get("description", ""),
+                sms=gpu.get("sms", 132),
+                gpus=gpu.get("count", 2),
+                drain_rate_gbps=data["drain_rate_gbps"],
+                link_drain_rate_gbps=data.get("link_drain_rate_gbps"),
+                issue=IssueModel(**data["t_iss0"]),
+                capacity=CapacityModel(**data["capacity"]),
+                provenance=data.get("provenance", {}),
+            )
+        except KeyError as exc:
+            raise ProfileError(f"profile is missing the key {exc.args[0]!r}") from None
+        except TypeError as exc:
+            raise ProfileError(f"profile has an unknown or malformed key: {exc}") from None
+
+
+def load_profile(path: str | Path) -> Platform:
+    """Read a profile file; any problem is a ProfileError naming the file."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except OSError as exc:
+        raise ProfileError(f"cannot read profile {path}: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise ProfileError(f"profile {path} is not valid JSON: {exc.msg} at line {exc.lineno}") from None
+    try:
+        return Platform.from_dict(data)
+    except ProfileError as exc:
+        raise ProfileError(f"profile {path}: {exc}") from None
+
+
+def save_profile(platform: Platform, path: str | Path) -> None:
+    Path(path).write_text(json.dumps(platform.to_dict(), indent=2) + "\n")
+
+
+DEFAULT_PLATFORM = "paper-8gpu"
+
+
+def _shipped_dir():
+    return resources.files("calibration") / "profiles"
+
+
+def shipped_platforms() -> dict[str, Platform]:
+    """The profiles that ship with the package, by name."""
+    found = {}
+    for entry in sorted(_shipped_dir().iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".json"):
+            platform = Platform.from_dict(json.loads(entry.read_text()))
+            found[platform.name] = platform
+    return found
+
+
+def resolve_platform(name_or_path: str | None) -> Platform:
+    """A shipped profile by name, or a profile file by path; None means the default."""
+    name_or_path = name_or_path or DEFAULT_PLATFORM
+    shipped = shipped_platforms()
+    if name_or_path in shipped:
+        return shipped[name_or_path]
+    if Path(name_or_path).suffix == ".json" or Path(name_or_path).exists():
+        return load_profile(name_or_path)
+    raise ProfileError(
+        f"unknown platform {name_or_path!r}; shipped: {', '.join(sorted(shipped))} (or give a .json file)"
+    )

@@ -1,0 +1,118 @@
+"""Scenarios: named workloads as TOML data, each shape with its source.
+
+A scenario file::
+
+    name = "periodic"
+    builder = "microbench"
+    description = "..."
+    [params]            # keys declared by the builder, units in their names
+    producers = 132
+    burst_bytes = "32KB"
+    [sources]           # where every shape comes from
+    producers = "one CTA per SM of an H200 (132 SMs)"
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any, Mapping
+
+from xsim.builders import BUILDERS, get_builder
+from xsim.params import ParamError, parse_assignment, resolve
+from xsim.platform import Platform
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot be found, read or built."""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    builder: str
+    params: Mapping[str, Any]          # resolved: every declared key, parsed to its unit
+    description: str = ""
+    sources: Mapping[str, str] = field(default_factory=dict)
+    origin: str = ""
+
+    @property
+    def module(self):
+        return get_builder(self.builder)
+
+    def with_overrides(self, assignments: list[str]) -> "Scenario":
+        """Apply ``--set KEY=VALUE`` assignments; an unknown key or bad unit is a ScenarioError."""
+        given = dict(self.params)
+        try:
+            for text in assignments:
+                key, value = parse_assignment(text)
+                given[key] = value
+            params = resolve(self.module.PARAMS, given, f"scenario {self.name!r}")
+        except ParamError as exc:
+            raise ScenarioError(str(exc)) from None
+        return replace(self, params=params)
+
+    def build(self, platform: Platform):
+        try:
+            return self.module.build(dict(self.params), platform)
+        except ValueError as exc:
+            raise ScenarioError(f"scenario {self.name!r}: {exc}") from None
+
+    def predict(self, platform: Platform) -> dict:
+        return self.module.predict(dict(self.params), platform)
+
+    def summarize(self, result) -> dict:
+        return self.module.summarize(result, dict(self.params))
+
+
+def from_dict(data: Mapping[str, Any], origin: str) -> Scenario:
+    for key in ("name", "builder"):
+        if not isinstance(data.get(key), str) or not data[key]:
+            raise ScenarioError(f"{origin}: missing or empty string {key!r}")
+    unknown = sorted(set(data) - {"name", "builder", "description", "params", "sources"})
+    if unknown:
+        raise ScenarioError(f"{origin}: unknown top-level key {unknown[0]!r}")
+    if data["builder"] not in BUILDERS:
+        raise ScenarioError(f"{origin}: unknown builder {data['builder']!r}; known: {', '.join(BUILDERS)}")
+    params = data.get("params", {})
+    if not isinstance(params, Mapping):
+        raise ScenarioError(f"{origin}: [params] must be a table")
+    try:
+        resolved = resolve(get_builder(data["builder"]).PARAMS, params, origin)
+    except ParamError as exc:
+        raise ScenarioError(str(exc)) from None
+    return Scenario(name=data["name"], builder=data["builder"], params=resolved,
+                    description=data.get("description", ""), sources=dict(data.get("sources", {})),
+                    origin=origin)
+
+
+def _shipped_dir():
+    return resources.files("scenarios")
+
+
+def shipped_scenarios() -> dict[str, Scenario]:
+    found = {}
+    for entry in sorted(_shipped_dir().iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".toml"):
+            scenario = from_dict(tomllib.loads(entry.read_text()), f"shipped scenario {entry.name}")
+            found[scenario.name] = scenario
+    return found
+
+
+def load_scenario(name_or_path: str) -> Scenario:
+    """A shipped scenario by name, or a TOML file by path."""
+    path = Path(name_or_path)
+    if path.suffix == ".toml" or path.exists():
+        try:
+            data = tomllib.loads(path.read_text())
+        except OSError as exc:
+            raise ScenarioError(f"cannot read scenario {path}: {exc.strerror}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ScenarioError(f"scenario {path} is not valid TOML: {exc}") from None
+        return from_dict(data, f"scenario {path}")
+    shipped = shipped_scenarios()
+    if name_or_path in shipped:
+        return shipped[name_or_path]
+    raise ScenarioError(f"unknown scenario {name_or_path!r}; shipped: {', '.join(sorted(shipped))} (or give a .toml file)")
