@@ -1,0 +1,5 @@
+import sys
+
+from xsim.cli import main
+
+sys.exit(main())

@@ -1,0 +1,75 @@
+"""``xsim``: the command line. Thin: parse, load, call the library, render.
+
+Every command lives in ``xsim.commands.<name>`` with ``add_parser(subparsers)`` and
+``run(args) -> int``. Bad input is one line on stderr and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from importlib import import_module
+
+COMMANDS = ("model", "simulate", "sweep", "calibrate", "bench", "report", "platforms", "scenarios")
+
+
+class UsageError(Exception):
+    """Bad input from the user: reported as one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 2 (argparse prints usage too)
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _expected_errors() -> tuple[type[BaseException], ...]:
+    from xsim.params import ParamError
+    from xsim.platform import ProfileError
+    from xsim.scenario import ScenarioError
+    from xsim.units import UnitError
+
+    errors: list[type[BaseException]] = [UsageError, ProfileError, ScenarioError, ParamError, UnitError]
+    try:
+        from xsim.des.simpy_engine import SimulationError
+        errors.append(SimulationError)
+    except ImportError:  # SimPy missing: nothing to catch from it
+        pass
+    try:
+        from calibration.records import RecordError
+        errors.append(RecordError)
+    except ImportError:
+        pass
+    return tuple(errors)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="xsim", description="Model, simulate and measure the X-Stage of GPU remote stores.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for name in COMMANDS:
+        try:
+            module = import_module(f"xsim.commands.{name.replace('-', '_')}")
+        except ModuleNotFoundError as exc:
+            if exc.name and exc.name.startswith("xsim.commands"):
+                continue  # a command not built yet
+            raise
+        command = module.add_parser(sub)
+        command.set_defaults(run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return args.run(args)
+    except _expected_errors() as exc:
+        print(f"xsim: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("xsim: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

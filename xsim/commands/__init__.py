@@ -1,0 +1,1 @@
+"""One module per ``xsim`` command: ``add_parser(subparsers)`` and ``run(args) -> int``."""

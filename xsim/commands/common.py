@@ -1,0 +1,71 @@
+"""Options and rendering shared by commands: platform options, JSON/table output."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from typing import Any, Mapping
+
+from xsim.params import ParamError
+from xsim.platform import Platform, resolve_platform
+from xsim.units import parse_bytes, parse_gbps, parse_time_us
+
+
+def add_platform_options(parser) -> None:
+    group = parser.add_argument_group("platform (each option overrides the profile)")
+    group.add_argument("--platform", metavar="NAME|FILE", help="shipped profile name or profile JSON file")
+    group.add_argument("--t-iss0-us", metavar="US", type=parse_time_us, help="constant backpressure-free issue time")
+    group.add_argument("--drain-gbps", metavar="GBPS", type=parse_gbps, help="effective drain rate R")
+    group.add_argument("--capacity-bytes", metavar="BYTES", type=parse_bytes, help="constant outstanding capacity Q")
+
+
+def platform_from_args(args) -> Platform:
+    for name in ("t_iss0_us", "drain_gbps", "capacity_bytes"):
+        value = getattr(args, name)
+        if value is not None and not value > 0:
+            raise ParamError(f"--{name.replace('_', '-')} must be > 0, got {value:g}")
+    platform = resolve_platform(args.platform)
+    return platform.with_overrides(args.t_iss0_us, args.drain_gbps, args.capacity_bytes)
+
+
+def add_json_option(parser) -> None:
+    parser.add_argument("--json", action="store_true", help="print one JSON document instead of a table")
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if hasattr(value, "item"):  # numpy scalar
+        return _clean(value.item())
+    return value
+
+
+def print_json(document: Any) -> None:
+    json.dump(_clean(document), sys.stdout, indent=2, allow_nan=False)
+    sys.stdout.write("\n")
+
+
+def fmt(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def print_table(title: str, rows: list[tuple[str, Any]] | list[list[Any]], header: list[str] | None = None) -> None:
+    """A plain table on stdout (rich when available and stdout is a terminal)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title, show_header=header is not None)
+    for name in header or ["", ""]:
+        table.add_column(name)
+    for row in rows:
+        table.add_row(*(fmt(v) for v in row))
+    Console(soft_wrap=True).print(table)

@@ -1,0 +1,64 @@
+"""``xsim simulate``: run a scenario through the DES and summarize it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from xsim.commands.common import add_json_option, add_platform_options, platform_from_args, print_json, print_table
+from xsim.des import ENGINES, simulate
+from xsim.scenario import load_scenario
+
+
+def add_parser(sub):
+    p = sub.add_parser("simulate", help="discrete-event simulation of a scenario")
+    p.add_argument("scenario", help="shipped scenario name or TOML file")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario parameter")
+    p.add_argument("--engine", choices=ENGINES, default="simpy", help="simpy (reference) or fast (numba)")
+    p.add_argument("--out", type=Path, metavar="DIR", help="write tiles.csv, qtrace.csv, summary.json and plots")
+    add_platform_options(p)
+    add_json_option(p)
+    return p
+
+
+def run(args) -> int:
+    platform = platform_from_args(args)
+    scenario = load_scenario(args.scenario).with_overrides(args.set)
+    workload = scenario.build(platform)
+    result = simulate(workload, engine=args.engine, trace=True)
+    summary = scenario.summarize(result)
+    document = {"scenario": scenario.name, "platform": platform.name, "engine": args.engine,
+                "params": dict(scenario.params), **summary, "closed_form": scenario.predict(platform)}
+    if args.out:
+        write_outputs(args.out, result, document)
+    if args.json:
+        print_json(document)
+        return 0
+    rows = []
+    for key, value in summary.items():
+        if isinstance(value, dict):
+            rows.append([key, value["mean"], value["median"], value["p10"], value["p90"], value["n"]])
+        else:
+            rows.append([key, value, "", "", "", ""])
+    print_table(f"{scenario.name} on {platform.name} ({args.engine} engine)", rows,
+                ["quantity", "mean", "median", "p10", "p90", "n"])
+    print_table("closed form", list(document["closed_form"].items()))
+    return 0
+
+
+def write_outputs(out: Path, result, document: dict) -> None:
+    from xsim.commands.common import _clean
+    from xsim.plots import busy_figure, qtrace_figure, timeline_figure
+
+    out.mkdir(parents=True, exist_ok=True)
+    result.write_csv(out / "tiles.csv")
+    with open(out / "qtrace.csv", "w") as fh:
+        fh.write("gpu,t_us,q_bytes\n")
+        for gpu, trace in enumerate(result.traces):
+            for t, q in zip(*trace):
+                fh.write(f"{gpu},{t:.9g},{q:.9g}\n")
+    (out / "summary.json").write_text(json.dumps(_clean(document), indent=2) + "\n")
+    qtrace_figure(result).write_html(out / "qtrace.html", include_plotlyjs="cdn")
+    timeline_figure(result).write_html(out / "timeline.html", include_plotlyjs="cdn")
+    bin_us = max(result.makespan_us / 400, 1e-3)
+    busy_figure(result, bin_us).write_html(out / "busy.html", include_plotlyjs="cdn")
