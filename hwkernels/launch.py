@@ -1,0 +1,94 @@
+"""Start GPU experiments under torchrun (standard library only: imports without torch).
+
+    bench("micro", nproc=2, out=Path("records.jsonl"), extra_args=["--suite", "quick"])
+
+runs `python -m torch.distributed.run --nproc-per-node 2 -m hwkernels.micro --out ... `
+with multicast disabled (NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1) and the
+git commit of this checkout in XSTAGE_COMMIT / XSTAGE_DIRTY for the records.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+            "NVSHMEM_DISABLE_NVLS": "1"}
+EXPERIMENTS = {"micro": "hwkernels.micro"}
+NO_GPU_MESSAGE = "no GPUs found: xsim bench needs NVIDIA GPUs"
+
+
+class NoGPUError(RuntimeError):
+    """Raised when no NVIDIA GPU is visible."""
+
+
+def gpu_count() -> int:
+    """NVIDIA GPUs visible to `nvidia-smi -L` (0 when nvidia-smi is missing or fails)."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return 0
+    try:
+        out = subprocess.run([exe, "-L"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    if out.returncode != 0:
+        return 0
+    return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
+
+
+def git_state(repo: Path) -> tuple[str, str]:
+    """(commit, dirty) of the checkout holding hwkernels, as strings; ('unknown', '') if none.
+
+    dirty is '1' when hwkernels/ differs from that commit, '0' when it does not.
+    """
+    def git(*args):
+        return subprocess.run(["git", "-C", str(repo), *args], capture_output=True,
+                              text=True, timeout=30)
+    try:
+        head = git("rev-parse", "HEAD")
+        if head.returncode != 0:
+            return "unknown", ""
+        status = git("status", "--porcelain", "--", "hwkernels")
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown", ""
+    return head.stdout.strip(), ("1" if status.stdout.strip() else "0")
+
+
+def run_torchrun(module: str, nproc: int, args: list[str], env: dict | None = None) -> int:
+    """Run `python -m torch.distributed.run --nproc-per-node nproc -m module *args`.
+
+    Raises NoGPUError when no GPU is visible and ValueError when nproc is not in
+    [1, GPUs]. Returns torchrun's exit code.
+    """
+    found = gpu_count()
+    if found == 0:
+        raise NoGPUError(NO_GPU_MESSAGE)
+    if not 1 <= nproc <= found:
+        raise ValueError(f'"nproc" must be in [1, {found}] (GPUs found), got {nproc}.')
+    child_env = dict(os.environ)
+    child_env.update(env or {})
+    child_env.update(SAFE_ENV)
+    root = str(Path(__file__).resolve().parent.parent)
+    child_env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (root, child_env.get("PYTHONPATH", "")) if p)
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc),
+           "-m", module, *args]
+    return subprocess.run(cmd, env=child_env).returncode
+
+
+def bench(experiment: str, nproc: int | None, out: Path, extra_args: list[str]) -> int:
+    """Run one experiment's suite on `nproc` GPUs (None: all), appending records to `out`."""
+    if experiment not in EXPERIMENTS:
+        raise ValueError(f'"experiment" must be one of {sorted(EXPERIMENTS)}, got {experiment!r}.')
+    found = gpu_count()
+    if found == 0:
+        raise NoGPUError(NO_GPU_MESSAGE)
+    env = {}
+    if "XSTAGE_COMMIT" not in os.environ:
+        commit, dirty = git_state(Path(__file__).resolve().parent.parent)
+        env["XSTAGE_COMMIT"] = commit
+        if dirty:
+            env["XSTAGE_DIRTY"] = dirty
+    return run_torchrun(EXPERIMENTS[experiment], found if nproc is None else nproc,
+                        ["--out", str(out), *extra_args], env)
