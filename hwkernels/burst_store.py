@@ -54,7 +54,8 @@ class BurstStore:
         if mechanism not in self._functions:
             with self._cupy.cuda.Device(self.device_index):
                 mod = self._cupy.RawModule(
-                    code=SOURCE, options=("--std=c++17", f"-DMECH={MECHANISMS[mechanism]}"))
+                    code=SOURCE, options=("--std=c++17", f"-DMECH={MECHANISMS[mechanism]}"),
+                    enable_cooperative_groups=True)
                 fn = mod.get_function("burst_store")
                 fn.max_dynamic_shared_size_bytes = MAX_DYNAMIC_SMEM_BYTES
                 self._functions[mechanism] = (mod, fn)
@@ -90,7 +91,7 @@ class BurstStore:
         with self._cupy.cuda.Device(self.device_index), \
                 self._cupy.cuda.ExternalStream(stream.cuda_stream):
             start.record(stream)
-            fn((producers,), (threads,), args, shared_mem=smem, enable_cooperative_groups=True)
+            fn((producers,), (threads,), args, shared_mem=smem)
             end.record(stream)
         end.synchronize()
         return Run(stamps=stamps.view(producers, bursts, STAMP_WORDS).cpu().numpy(),
