@@ -65,7 +65,7 @@ def append_record(path: str | os.PathLike, record: dict) -> None:
     data = (line + "\n").encode("utf-8")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
     try:
         if _needs_newline(fd):
             data = b"\n" + data
