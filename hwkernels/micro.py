@@ -35,6 +35,8 @@ def parse_args(argv=None):
     ap.add_argument("--traces", default=None, help="folder for per-burst trace .npz files")
     ap.add_argument("--pattern", choices=("pair", "ring"), default="pair")
     ap.add_argument("--groups", default="", help="comma-separated plan groups to run (all)")
+    ap.add_argument("--crosscheck", default=None,
+                    help="also cross-check CUDA vs Triton drain rate; records to this file")
     return ap.parse_args(argv)
 
 
@@ -49,6 +51,10 @@ class Context:
         from .burst_store import BurstStore
 
         nbytes = max(p.dst_bytes for p in points)
+        if args.crosscheck:
+            from .crosscheck import max_dst_bytes
+
+            nbytes = max(nbytes, max_dst_bytes())
         self.d = symm.init(nbytes)
         if self.d.world < 2:
             raise SystemExit("hwkernels.micro needs at least 2 GPUs (torchrun --nproc-per-node N>=2)")
@@ -256,6 +262,10 @@ def main(argv=None) -> int:
             records.append_record(args.out, rec)
             print(summary_line(rec), flush=True)
         _share_period0(period0)
+    if args.crosscheck:
+        from . import crosscheck
+
+        crosscheck.run(ctx, args.crosscheck, params_of)
     if ctx.rank == 0:
         print(f"# done: {len(points)} points, {failed} failed checks, "
               f"{time.time() - t0:.1f} s", flush=True)

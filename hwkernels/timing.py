@@ -39,7 +39,9 @@ def burst_times(stamps: np.ndarray, info: np.ndarray) -> BurstTimes:
         raise ValueError("kernel clock edges are not increasing")
     ghz = d_clk / d_ns
     clk0 = info[:, INFO_CLK0][:, None]
-    ns0 = info[:, INFO_NS0][:, None].astype(np.float64)
+    # %globaltimer counts ns since the epoch (~1.8e18): a float64 there has a 256 ns ulp,
+    # so subtract in integers first.
+    ns0 = (info[:, INFO_NS0] - info[:, INFO_NS0].min())[:, None].astype(np.float64)
     f = ghz[:, None]
     start_ns = ns0 + (stamps[:, :, STAMP_CLK_START] - clk0) / f
     end_ns = ns0 + (stamps[:, :, STAMP_CLK_END] - clk0) / f
