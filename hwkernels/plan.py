@@ -107,9 +107,14 @@ def isolated(producers: int, burst_bytes: int, group: str, mechanism: str = "st.
                  threads=threads, target=target, repeats=4, group=group, trace=trace)
 
 
+TRACED_FREE_ZERO_GAP = ((33, 32 * KB), (66, 64 * KB))
+TRACED_ISOLATED = ((132, 20 * KB), (132, 24 * KB), (132, 32 * KB))
+
+
 def zero_gap_grid(mechs=("st.v4",), producers=R_FIT_PRODUCERS, sizes=R_FIT_BYTES,
                   alignments=(True, False)) -> list[Point]:
-    return [Point("periodic", k, b, aligned=al, mechanism=m, group="rfit")
+    return [Point("periodic", k, b, aligned=al, mechanism=m, group="rfit",
+                  trace=(not al and m == "st.v4" and (k, b) in TRACED_FREE_ZERO_GAP))
             for m in mechs for k in producers for b in sizes for al in alignments]
 
 
@@ -146,7 +151,7 @@ def full_plan() -> list[Point]:
         pts += gap_sweep(k, b)
     pts += gap_sweep(132, 32 * KB, mechanism="tma", local=False)
     for k in R_FIT_PRODUCERS:
-        pts += [isolated(k, b, "iso", trace=(k == 132 and b == 32 * KB)) for b in ISO_BYTES]
+        pts += [isolated(k, b, "iso", trace=((k, b) in TRACED_ISOLATED)) for b in ISO_BYTES]
     pts += [isolated(132, b, "iso", mechanism="tma") for b in ISO_BYTES if b <= TMA_MAX_BYTES]
     pts += [isolated(132, b, "iso", target="local") for b in ISO_BYTES]
     for m in ("st.v4", "st.v2", "st.b32", "tma"):
