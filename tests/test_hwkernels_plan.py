@@ -1,0 +1,69 @@
+import pytest
+
+from hwkernels import plan
+from hwkernels.plan import KB, Point
+
+
+def test_full_plan_covers_what_the_fit_needs():
+    pts = plan.full_plan()
+    kinds = {p.kind for p in pts}
+    assert kinds == {"periodic", "isolated", "local", "ce-copy", "nccl"}
+    zero = [p for p in pts if p.kind == "periodic" and p.gap_frac is None and p.gap_us == 0
+            and p.mechanism == "st.v4"]
+    assert {(p.producers, p.burst_bytes) for p in zero} >= {
+        (k, b) for k in (16, 33, 66, 132) for b in plan.R_FIT_BYTES}
+    assert {p.aligned for p in zero} == {True, False}
+    # gap sweeps: aligned and free-running, remote and local, 0 .. 3x the zero-gap period
+    sweep = [p for p in pts if p.group == "gap" and (p.producers, p.burst_bytes) == (132, 32 * KB)]
+    assert {(p.aligned, p.target) for p in sweep} >= {(a, t) for a in (True, False)
+                                                      for t in ("remote", "local")}
+    assert min(p.gap_frac for p in sweep) == 0.0 and max(p.gap_frac for p in sweep) >= 2.0
+    iso = [p for p in pts if p.kind == "isolated" and p.group == "iso"]
+    assert {p.producers for p in iso} == {16, 33, 66, 132}
+    assert {"st.v4", "st.v2", "st.b32", "tma"} <= {p.mechanism for p in pts}
+    assert {128, 256, 512} <= {p.threads for p in pts if p.group == "tiss0"}
+    assert sum(p.trace for p in pts) >= 4
+    assert len({p.key for p in pts if p.gap_frac is None}) > 100
+
+
+def test_warmup_and_burst_counts():
+    for p in plan.full_plan():
+        if p.kind == "periodic" and p.group in ("rfit", "gap"):
+            assert (p.bursts, p.warmup_bursts) == (64, 16)
+        if p.kind == "isolated":
+            assert p.gap_us >= 20.0 and p.aligned
+
+
+def test_recovery_gap_drains_at_pessimistic_rate():
+    v = 132 * 32 * KB
+    assert plan.recovery_gap_us(v) == round(20 + 3 * v / 2e5, 1)
+
+
+def test_resolve_gap():
+    p = Point("periodic", 132, 32 * KB, gap_frac=0.5)
+    q = p.resolve_gap(11.8)
+    assert q.gap_us == 5.9 and q.gap_frac is None
+    assert Point("periodic", 1, 16).resolve_gap(3.0).gap_us == 0.0
+    with pytest.raises(ValueError):
+        p.resolve_gap(0.0)
+
+
+@pytest.mark.parametrize("kw, msg", [
+    ({"kind": "bogus"}, "kind"),
+    ({"burst_bytes": 100}, "burst_bytes"),
+    ({"mechanism": "tma", "burst_bytes": 256 * KB}, "tma"),
+    ({"warmup_bursts": 64}, "warmup_bursts"),
+    ({"threads": 100}, "threads"),
+    ({"target": "peer"}, "target"),
+])
+def test_point_validation(kw, msg):
+    args = {"kind": "periodic", "producers": 4, "burst_bytes": 4096}
+    args.update(kw)
+    with pytest.raises(ValueError, match=msg):
+        Point(**args)
+
+
+def test_dst_bytes():
+    assert Point("periodic", 132, 32 * KB).dst_bytes == 64 * 132 * 32 * KB
+    assert Point("ce-copy", 1, 1 << 20, mechanism="copy-engine").dst_bytes == 1 << 20
+    assert max(p.dst_bytes for p in plan.full_plan()) <= 2 << 30
