@@ -20,6 +20,7 @@ from pathlib import Path
 from .symm import force_safe_env
 
 force_safe_env()
+os.environ.setdefault("TORCH_NCCL_SHOW_EAGER_INIT_P2P_SERIALIZATION_WARNING", "false")
 
 import numpy as np  # noqa: E402
 
