@@ -38,16 +38,19 @@ def advance(q: float, drained: float, service: float, dt: float,
         return q, drained, service
     phi, out = rates(q, capacity, drain, inflow)
     q = q + (phi * inflow - out) * dt
+    drained = drained + out * dt
     tol = REL_TOL * capacity
     if q >= capacity - tol:
         q = capacity
-    elif q <= tol:
-        q = 0.0
-    return q, drained + out * dt, service + phi * dt
+    elif q <= tol:  # the residual has drained: keep bytes conserved
+        drained, q = drained + q, 0.0
+    return q, drained, service + phi * dt
 
 
 def time_to_boundary(q: float, capacity: float, drain: float, inflow: float) -> float:
     """Time until q reaches Q or 0 at the current rates (inf if it never does)."""
+    if inflow > drain and q >= capacity:
+        return math.inf  # full: admission equals drain, q holds at Q
     phi, out = rates(q, capacity, drain, inflow)
     dq = phi * inflow - out
     if dq > 0.0:
@@ -55,6 +58,16 @@ def time_to_boundary(q: float, capacity: float, drain: float, inflow: float) -> 
     if dq < 0.0:
         return q / -dq
     return math.inf
+
+
+def snap(q: float, drained: float, capacity: float, drain: float, inflow: float,
+         now: float) -> tuple[float, float]:
+    """(q, drained) with q put exactly on the boundary (Q or 0) it is due to reach now."""
+    if not due(time_to_boundary(q, capacity, drain, inflow), now):
+        return q, drained
+    if inflow > drain:
+        return capacity, drained
+    return 0.0, drained + q
 
 
 def time_to_service(target: float, service: float, q: float, capacity: float,
@@ -68,11 +81,11 @@ def time_to_drained(mark: float, drained: float, q: float, capacity: float,
                     drain: float, inflow: float) -> float:
     """Time until cumulative drained bytes reach ``mark`` (a tile's last byte)."""
     _, out = rates(q, capacity, drain, inflow)
-    if mark <= drained:
+    if mark - drained <= REL_TOL * max(1.0, mark):
         return 0.0
     return (mark - drained) / out if out > 0.0 else math.inf
 
 
-def reached(value: float, target: float) -> bool:
-    """``value`` has reached ``target`` up to rounding."""
-    return value >= target - REL_TOL * max(1.0, abs(target))
+def due(dt: float, now: float) -> bool:
+    """An event ``dt`` ahead of ``now`` is due now: closer than rounding can resolve."""
+    return dt <= REL_TOL * max(1.0, now)

@@ -38,6 +38,7 @@ class SimResult:
     times: TileTimes
     traces: list  # per X-Stage: (t_us, q_bytes) breakpoints of the piecewise-linear q(t), or None
     engine: str
+    drained_bytes: list | None = None  # per X-Stage: cumulative bytes drained by the end
 
     @property
     def makespan_us(self) -> float:

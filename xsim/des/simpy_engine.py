@@ -60,24 +60,31 @@ class XStage:
 
     def _settle(self) -> None:
         """Complete every issuer and drain mark the fluid has reached at this instant."""
-        while self._issuing and fluid.reached(self.service, self._issuing[0][0]):
+        now = self.env.now
+        self.q, self.drained = fluid.snap(self.q, self.drained, self.capacity, self.drain_rate, self.inflow, now)
+        while self._issuing and fluid.due(self._time_to(self._issuing[0][0]), now):
             _, _, rate, issued, drained = heapq.heappop(self._issuing)
             self.inflow = self.inflow - rate if self._issuing else 0.0
             self._marks.append((self.drained + self.q, drained))
             issued.succeed()
-        while self._marks and fluid.reached(self.drained, self._marks[0][0]):
-            self._marks.pop(0)[1].succeed(self.env.now)
-        if self.trace_t is not None and (self.env.now > self.trace_t[-1] or self.q != self.trace_q[-1]):
-            self.trace_t.append(self.env.now)
+        while self._marks and fluid.due(self._time_to_drained(self._marks[0][0]), now):
+            self._marks.pop(0)[1].succeed(now)
+        if self.trace_t is not None and (now > self.trace_t[-1] or self.q != self.trace_q[-1]):
+            self.trace_t.append(now)
             self.trace_q.append(self.q)
 
+    def _time_to(self, finish_service: float) -> float:
+        return fluid.time_to_service(finish_service, self.service, self.q, self.capacity, self.drain_rate, self.inflow)
+
+    def _time_to_drained(self, mark: float) -> float:
+        return fluid.time_to_drained(mark, self.drained, self.q, self.capacity, self.drain_rate, self.inflow)
+
     def _next_boundary(self) -> float:
-        args = (self.q, self.capacity, self.drain_rate, self.inflow)
-        dt = fluid.time_to_boundary(*args)
+        dt = fluid.time_to_boundary(self.q, self.capacity, self.drain_rate, self.inflow)
         if self._issuing:
-            dt = min(dt, fluid.time_to_service(self._issuing[0][0], self.service, *args))
+            dt = min(dt, self._time_to(self._issuing[0][0]))
         if self._marks:
-            dt = min(dt, fluid.time_to_drained(self._marks[0][0], self.drained, *args))
+            dt = min(dt, self._time_to_drained(self._marks[0][0]))
         return dt
 
     def drain(self):
@@ -177,7 +184,8 @@ def run(workload: Workload, trace: bool = True) -> SimResult:
     env.run()
     _check_finished(w, times, counters)
     traces = [(np.asarray(s.trace_t), np.asarray(s.trace_q)) if trace else None for s in stages]
-    return SimResult(workload=w, times=times, traces=traces, engine="simpy")
+    return SimResult(workload=w, times=times, traces=traces, engine="simpy",
+                     drained_bytes=[s.drained for s in stages])
 
 
 def _check_finished(w: Workload, times: TileTimes, counters: Counters) -> None:

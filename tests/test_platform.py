@@ -1,0 +1,67 @@
+import json
+
+import pytest
+
+from xsim.platform import (
+    CapacityModel, IssueModel, Platform, ProfileError, load_profile, resolve_platform, save_profile, shipped_platforms,
+)
+from xsim.units import MIB
+
+
+def test_paper_profile_is_published_values():
+    p = shipped_platforms()["paper-8gpu"]
+    assert p.status == "published"
+    assert p.drain_rate_gbps == 717
+    assert p.t_iss0_us(148, 32 * 1024) == pytest.approx(0.76)
+    assert p.capacity_bytes(148) == pytest.approx(4.25 * MIB)
+
+
+def test_issue_model_depends_on_k_and_b():
+    m = IssueModel(t_fixed_us=0.2, producer_issue_gbps=50, aggregate_issue_gbps=2000)
+    assert m.t_iss0_us(10, 50_000) == pytest.approx(0.2 + 1.0)        # per-producer rate binds
+    assert m.t_iss0_us(100, 50_000) == pytest.approx(0.2 + 2.5)       # aggregate ceiling binds
+    assert m.t_iss0_us(100, 100_000) > m.t_iss0_us(100, 50_000)
+
+
+def test_capacity_model_depends_on_k():
+    c = CapacityModel(max_bytes=4 * MIB, per_producer_bytes=40_000)
+    assert c.capacity_bytes(10) == 400_000
+    assert c.capacity_bytes(1000) == 4 * MIB
+
+
+def test_round_trip(tmp_path):
+    p = shipped_platforms()["paper-8gpu"]
+    save_profile(p, tmp_path / "p.json")
+    assert load_profile(tmp_path / "p.json") == p
+
+
+def test_overrides_replace_parameters_and_say_so():
+    p = resolve_platform("paper-8gpu").with_overrides(t_iss0_us=1.5, drain_gbps=300, capacity_bytes=1e6)
+    assert (p.t_iss0_us(7, 123), p.drain_rate_gbps, p.capacity_bytes(3)) == (1.5, 300, 1e6)
+    assert p.status == "override" and p.provenance["overridden"] == ["capacity_bytes", "drain_gbps", "t_iss0_us"]
+
+
+def test_effective_drain_with_link_cap():
+    p = Platform(name="x", drain_rate_gbps=600, link_drain_rate_gbps=250, issue=IssueModel(1.0),
+                 capacity=CapacityModel(1e6))
+    assert [p.effective_drain_rate_gbps(n) for n in (1, 2, 3)] == [250, 500, 600]
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda d: d.pop("drain_rate_gbps"), "missing the key 'drain_rate_gbps'"),
+    (lambda d: d.update(drain_rate_gbps=-1), '"drain_rate_gbps" must be'),
+    (lambda d: d.update(schema="other/9"), '"schema" must be'),
+    (lambda d: d["capacity"].update(max_bytes=None), "capacity needs"),
+    (lambda d: d["t_iss0"].update(bogus=1), "unknown or malformed key"),
+])
+def test_bad_profiles_are_clear(tmp_path, mutate, message):
+    data = shipped_platforms()["paper-8gpu"].to_dict()
+    mutate(data)
+    (tmp_path / "bad.json").write_text(json.dumps(data))
+    with pytest.raises(ProfileError, match=message):
+        load_profile(tmp_path / "bad.json")
+
+
+def test_unknown_platform_name():
+    with pytest.raises(ProfileError, match="unknown platform 'nope'"):
+        resolve_platform("nope")
