@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import sys
@@ -9,15 +10,26 @@ from typing import Any, Mapping
 
 from xsim.params import ParamError
 from xsim.platform import Platform, resolve_platform
-from xsim.units import parse_bytes, parse_gbps, parse_time_us
+from xsim.units import UnitError, parse_bytes, parse_gbps, parse_time_us
+
+
+def unit_arg(parse):
+    """An argparse ``type`` from a unit parser: its message, not argparse's generic one."""
+    def convert(text: str) -> float:
+        try:
+            return parse(text)
+        except UnitError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    convert.__name__ = parse.__name__
+    return convert
 
 
 def add_platform_options(parser) -> None:
     group = parser.add_argument_group("platform (each option overrides the profile)")
     group.add_argument("--platform", metavar="NAME|FILE", help="shipped profile name or profile JSON file")
-    group.add_argument("--t-iss0-us", metavar="US", type=parse_time_us, help="constant backpressure-free issue time")
-    group.add_argument("--drain-gbps", metavar="GBPS", type=parse_gbps, help="effective drain rate R")
-    group.add_argument("--capacity-bytes", metavar="BYTES", type=parse_bytes, help="constant outstanding capacity Q")
+    group.add_argument("--t-iss0-us", metavar="US", type=unit_arg(parse_time_us), help="constant backpressure-free issue time")
+    group.add_argument("--drain-gbps", metavar="GBPS", type=unit_arg(parse_gbps), help="effective drain rate R")
+    group.add_argument("--capacity-bytes", metavar="BYTES", type=unit_arg(parse_bytes), help="constant outstanding capacity Q")
 
 
 def platform_from_args(args) -> Platform:

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from xsim.closedform import design_test, isolated_burst, steady_state
-from xsim.commands.common import add_json_option, add_platform_options, platform_from_args, print_json, print_table
+from xsim.commands.common import unit_arg, add_json_option, add_platform_options, platform_from_args, print_json, print_table
 from xsim.params import ParamError
 from xsim.units import drain_time_us, parse_bytes, parse_time_us
 
 
 def add_parser(sub):
     p = sub.add_parser("model", help="closed-form Burst–Gap model (eqs. 3–10)")
-    p.add_argument("--volume-bytes", required=True, type=parse_bytes, metavar="V", help="aggregate burst volume V = K B")
-    p.add_argument("--gap-us", required=True, type=parse_time_us, metavar="G", help="producer-side gap G")
+    p.add_argument("--volume-bytes", required=True, type=unit_arg(parse_bytes), metavar="V", help="aggregate burst volume V = K B")
+    p.add_argument("--gap-us", required=True, type=unit_arg(parse_time_us), metavar="G", help="producer-side gap G")
     p.add_argument("--producers", type=int, metavar="K",
                    help="concurrent producers K (for T_iss0(K, B) and Q(K); default: the platform's SM count)")
     p.add_argument("--peers", type=int, default=1, help="destination GPUs the burst is spread over (default 1)")
