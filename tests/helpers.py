@@ -15,7 +15,7 @@ def toy_platform(t_iss0_us=1.0, drain_gbps=1.0, capacity_bytes=500.0) -> Platfor
 
 
 def workload(streams, drain=1000.0, capacity=500.0, staging_depth=2, coupling="xstage", n_counters=0,
-             gpus=None, n_xstages=1):
+             gpus=None, n_xstages=1, weights=None):
     """A workload from per-producer lists of tile dicts (keys: mainloop, epilogue, bytes, t0, ...)."""
     tiles = [t for s in streams for t in s]
     col = lambda key, default: np.array([t.get(key, default) for t in tiles], dtype=float)
@@ -29,4 +29,6 @@ def workload(streams, drain=1000.0, capacity=500.0, staging_depth=2, coupling="x
         wait_counter=icol("wait", -1), wait_value=icol("value", 0), signal_counter=icol("signal", -1),
         n_counters=n_counters, xstages=tuple(XStageParams(drain, capacity) for _ in range(n_xstages)),
         staging_depth=staging_depth, coupling=coupling,
+        signal_on_drain=np.array([t.get("signal_on_drain", False) for t in tiles], dtype=bool),
+        producer_weight=None if weights is None else np.asarray(weights, dtype=float),
     )

@@ -44,7 +44,7 @@ def test_simulate_json_and_out_dir(capsys, tmp_path):
     header = (tmp_path / "tiles.csv").read_text().splitlines()[0].split(",")
     assert {"producer", "kind", "mainloop_start", "mainloop_end", "issue_start", "issue_end", "drain_end",
             "stall_us"} <= set(header)
-    assert len((tmp_path / "tiles.csv").read_text().splitlines()) == 1 + 8 * 40
+    assert len((tmp_path / "tiles.csv").read_text().splitlines()) == 1 + 2 * 8 * 40  # burst + gap tiles
 
 
 def test_listings(capsys):

@@ -97,6 +97,12 @@ class Platform:
     status: str = "measured"
     description: str = ""
     provenance: Mapping[str, Any] = field(default_factory=dict)
+    # Arbitration weight of each producer (CTA index) while the X-Stage is full; None: fair.
+    producer_weights: tuple[float, ...] | None = None
+    # Costs of the microbenchmark kernel itself on this platform (not of the X-Stage): a grid
+    # barrier's latency and the per-burst loop bookkeeping outside the issue span.
+    grid_barrier_us: float = 0.0
+    burst_overhead_us: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -107,6 +113,14 @@ class Platform:
             value = getattr(self, key)
             if not isinstance(value, int) or value <= 0:
                 raise ProfileError(f'"{key}" must be an integer > 0, got {value!r}')
+        if self.producer_weights is not None:
+            weights = self.producer_weights
+            if len(weights) == 0 or not all(isinstance(x, (int, float)) and math.isfinite(x) and x > 0 for x in weights):
+                raise ProfileError('"producer_weights" must be a non-empty list of finite numbers > 0')
+        for key in ("grid_barrier_us", "burst_overhead_us"):
+            value = getattr(self, key)
+            if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise ProfileError(f'"{key}" must be a finite number >= 0, got {value!r}')
         if self.status not in ("measured", "published", "override"):
             raise ProfileError(f'"status" must be measured, published or override, got {self.status!r}')
 
@@ -115,6 +129,12 @@ class Platform:
 
     def capacity_bytes(self, producers: int) -> float:
         return self.capacity.capacity_bytes(producers)
+
+    def weights_for(self, producers: int) -> list[float]:
+        """Arbitration weights of producers 0..K-1 (cycling the measured ones if K exceeds them)."""
+        if self.producer_weights is None:
+            return [1.0] * producers
+        return [self.producer_weights[p % len(self.producer_weights)] for p in range(producers)]
 
     def effective_drain_rate_gbps(self, peers: int = 1) -> float:
         """Drain rate of a burst spread evenly over ``peers`` destination links.
@@ -163,6 +183,8 @@ class Platform:
             "link_drain_rate_gbps": self.link_drain_rate_gbps,
             "t_iss0": dataclasses.asdict(self.issue),
             "capacity": dataclasses.asdict(self.capacity),
+            "arbitration": {"producer_weights": None if self.producer_weights is None else list(self.producer_weights)},
+            "microbench": {"grid_barrier_us": self.grid_barrier_us, "burst_overhead_us": self.burst_overhead_us},
             "provenance": dict(self.provenance),
         }
 
@@ -185,11 +207,18 @@ class Platform:
                 issue=IssueModel(**data["t_iss0"]),
                 capacity=CapacityModel(**data["capacity"]),
                 provenance=data.get("provenance", {}),
+                producer_weights=_weights(data.get("arbitration", {}).get("producer_weights")),
+                grid_barrier_us=data.get("microbench", {}).get("grid_barrier_us", 0.0),
+                burst_overhead_us=data.get("microbench", {}).get("burst_overhead_us", 0.0),
             )
         except KeyError as exc:
             raise ProfileError(f"profile is missing the key {exc.args[0]!r}") from None
         except TypeError as exc:
             raise ProfileError(f"profile has an unknown or malformed key: {exc}") from None
+
+
+def _weights(value):
+    return None if value is None else tuple(value)
 
 
 def load_profile(path: str | Path) -> Platform:

@@ -15,7 +15,12 @@ Per tile:
 - ``wait_counter``/``wait_value``: the mainloop may start only once counter
   ``wait_counter`` has reached ``wait_value`` (-1: no wait). Counters model ``l2_full``-style
   readiness and grid barriers.
-- ``signal_counter``: counter incremented when the tile's issue ends (-1: none).
+- ``signal_counter``: counter incremented when the tile's issue ends (-1: none), or when its
+  bytes have drained if ``signal_on_drain`` (an arrival that waits behind the tile's stores, as
+  a grid barrier's atomic does on the hardware).
+
+Per producer, ``producer_weight`` is its arbitration weight when the X-Stage is full (see
+:func:`xsim.des.fluid.shares`); equal weights share the drain fairly.
 """
 
 from __future__ import annotations
@@ -60,6 +65,8 @@ class Workload:
     staging_depth: int = 2
     coupling: str = "xstage"
     burst_index: np.ndarray = field(default=None)  # int64[T]: tile's position in its stream
+    signal_on_drain: np.ndarray = field(default=None)  # bool[T]: signal at drain end, not issue end
+    producer_weight: np.ndarray = field(default=None)  # float64[P]: arbitration weight under backpressure
 
     def __post_init__(self) -> None:
         n_tiles = int(self.offsets[-1])
@@ -80,6 +87,14 @@ class Workload:
             raise ValueError("producer_gpu names an X-Stage that does not exist")
         if np.any(self.wait_counter >= self.n_counters) or np.any(self.signal_counter >= self.n_counters):
             raise ValueError("a tile names a counter >= n_counters")
+        if self.signal_on_drain is None:
+            object.__setattr__(self, "signal_on_drain", np.zeros(n_tiles, dtype=bool))
+        if self.producer_weight is None:
+            object.__setattr__(self, "producer_weight", np.ones(self.n_producers))
+        if len(self.signal_on_drain) != n_tiles or len(self.producer_weight) != self.n_producers:
+            raise ValueError("signal_on_drain needs one entry per tile and producer_weight one per producer")
+        if not np.all(self.producer_weight > 0):
+            raise ValueError('"producer_weight" must be > 0 for every producer')
         if self.burst_index is None:
             index = np.concatenate([np.arange(b - a) for a, b in zip(self.offsets[:-1], self.offsets[1:])]
                                    ) if n_tiles else np.zeros(0, np.int64)

@@ -1,14 +1,21 @@
 """The paper's remote-store microbenchmarks (Sec. 3.1) as tile streams.
 
 K producers each issue ``bursts`` bursts of ``burst_bytes``, separated by a producer-side
-``gap_us`` with no remote stores. Each burst is one tile whose mainloop is the gap before it.
+``gap_us`` with no remote stores. Each producer's stream is burst 0, gap 0, burst 1, gap 1, ...:
+a *burst tile* (its remote bytes) then a *gap tile* (a mainloop of ``gap_us`` plus the
+platform's per-burst loop bookkeeping ``burst_overhead_us``, no bytes).
 
 - ``periodic``: bursts follow each other with the gap between them (Sec. 3.1 periodic mode).
 - ``isolated``: each burst starts only after the previous one has fully drained, then the gap
   (the completion-coupled issuer: every burst meets an empty X-Stage, eq. 7).
-- ``aligned = true``: a grid barrier before every burst (counter j collects the K issue ends of
-  burst j; burst j + 1 waits for it). With identical producers the fluid model keeps them in
-  phase anyway; the barrier matters once producers differ.
+- ``aligned = true``: a grid barrier before every burst. Burst j + 1 starts once all K
+  producers have arrived (counter j reaches K) and the barrier's latency
+  (``grid_barrier_us``) has passed. A producer arrives when its burst's stores have drained:
+  on the hardware the barrier's atomic waits behind the stores still in the SM's memory path
+  (docs/hardware.md), so an aligned burst always meets a (nearly) empty X-Stage. With
+  ``barrier_waits_drain = false`` the arrival is at issue end (a barrier with no such wait).
+- Producers share the drain by the platform's arbitration weights when the X-Stage is full;
+  unequal weights make free-running producers drift out of phase, as on the hardware.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ PARAMS = {
     "bursts": Param("int", 200, "bursts per producer", minimum=1, maximum=10_000_000),
     "warmup_bursts": Param("int", 50, "leading bursts left out of the statistics", minimum=0),
     "aligned": Param("bool", True, "grid barrier before every burst"),
+    "barrier_waits_drain": Param("bool", True, "a producer arrives at the barrier once its stores have drained"),
     "staging_depth": Param("int", 0, "staging slots S (0: the producer issues its own stores)", minimum=0),
     "coupling": Param("str", "xstage", "when a staging slot frees", choices=COUPLINGS),
     "peers": Param("int", 1, "destination GPUs the burst is spread over evenly", minimum=1),
@@ -44,29 +52,32 @@ def _validate(params: dict) -> None:
 def build(params: dict, platform: Platform) -> Workload:
     _validate(params)
     k, n, b = params["producers"], params["bursts"], float(params["burst_bytes"])
-    tiles = k * n
-    aligned = params["aligned"]
-    burst = np.tile(np.arange(n), k)
-    isolated = params["mode"] == "isolated"
+    aligned, isolated = params["aligned"], params["mode"] == "isolated"
+    burst = np.tile(np.repeat(np.arange(n), 2), k)      # burst index of every tile
+    is_burst = np.tile(np.array([True, False]), k * n)  # burst tile, then its gap tile
+    barrier = aligned & is_burst
     return Workload(
-        offsets=np.arange(0, tiles + 1, n, dtype=np.int64),
+        offsets=np.arange(0, 2 * k * n + 1, 2 * n, dtype=np.int64),
         producer_gpu=np.zeros(k, dtype=np.int64),
-        kind=np.zeros(tiles, dtype=np.int64),
-        kind_names=("burst",),
-        mainloop_us=np.full(tiles, params["gap_us"]),
-        epilogue_us=np.zeros(tiles),
-        bytes=np.full(tiles, b),
-        t_iss0_us=np.full(tiles, platform.t_iss0_us(k, b)),
-        release_us=np.zeros(tiles),
-        wait_counter=np.where(aligned & (burst > 0), burst - 1, -1).astype(np.int64),
-        wait_value=np.where(aligned & (burst > 0), k, 0).astype(np.int64),
-        signal_counter=(burst if aligned else np.full(tiles, -1)).astype(np.int64),
+        kind=np.where(is_burst, 0, 1).astype(np.int64),
+        kind_names=("burst", "gap"),
+        mainloop_us=np.where(is_burst, platform.grid_barrier_us if aligned else 0.0,
+                             params["gap_us"] + platform.burst_overhead_us),
+        epilogue_us=np.zeros(2 * k * n),
+        bytes=np.where(is_burst, b, 0.0),
+        t_iss0_us=np.full(2 * k * n, platform.t_iss0_us(k, b)),
+        release_us=np.zeros(2 * k * n),
+        wait_counter=np.where(barrier & (burst > 0), burst - 1, -1).astype(np.int64),
+        wait_value=np.where(barrier & (burst > 0), k, 0).astype(np.int64),
+        signal_counter=np.where(barrier, burst, -1).astype(np.int64),
+        signal_on_drain=barrier & params["barrier_waits_drain"],
         n_counters=n if aligned else 0,
         xstages=(XStageParams(gbps_to_bytes_per_us(platform.effective_drain_rate_gbps(params["peers"])),
                               platform.capacity_bytes(k)),),
         staging_depth=1 if isolated else params["staging_depth"],
         coupling="completion-coupled" if isolated else params["coupling"],
         burst_index=burst.astype(np.int64),
+        producer_weight=np.asarray(platform.weights_for(k), dtype=float),
     )
 
 

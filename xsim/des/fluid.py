@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 # Thresholds are relative to the magnitude they compare (bytes or microseconds).
 REL_TOL = 1e-12
 
@@ -89,3 +91,46 @@ def time_to_drained(mark: float, drained: float, q: float, capacity: float,
 def due(dt: float, now: float) -> bool:
     """An event ``dt`` ahead of ``now`` is due now: closer than rounding can resolve."""
     return dt <= REL_TOL * max(1.0, now)
+
+
+# ---- per-issuer admission under backpressure --------------------------------------------------
+# While the X-Stage is full and oversubscribed, the drain R is shared among the active issuers by
+# weighted water-filling: issuer i is admitted at phi_i * r_i with phi_i = min(1, c * w_i) and c
+# chosen so that sum_i phi_i r_i = R. Equal weights give phi_i = R / sum r_i (a fair share);
+# unequal weights model the hardware's fixed arbitration preference among SMs. Otherwise every
+# active issuer injects at its nominal rate (phi_i = 1).
+
+def shares(q: float, capacity: float, drain: float, inflow: float,
+           rate, weight, n: int, phi) -> None:
+    """Fill ``phi[:n]``, the admission factor of each of the ``n`` active issuers."""
+    for i in range(n):
+        phi[i] = 1.0
+    if not (inflow > drain and q >= capacity):
+        return
+    order = np.argsort(-weight[:n], kind="mergesort")  # heaviest first; ties by position
+    open_rw = 0.0
+    for i in range(n):
+        open_rw += rate[i] * weight[i]
+    sat_rate, k, c = 0.0, 0, 0.0
+    while k < n:
+        c = (drain - sat_rate) / open_rw
+        j = order[k]
+        if c * weight[j] <= 1.0:
+            break
+        sat_rate += rate[j]       # j is admitted in full; the rest share what remains
+        open_rw -= rate[j] * weight[j]
+        k += 1
+    for m in range(k, n):
+        j = order[m]
+        phi[j] = c * weight[j]
+
+
+def progress(left, rate, phi, n: int, dt: float) -> None:
+    """Bytes left to issue after ``dt`` at the admitted rates."""
+    for i in range(n):
+        left[i] = max(left[i] - phi[i] * rate[i] * dt, 0.0)
+
+
+def time_to_finish(remaining: float, rate: float, phi: float) -> float:
+    """Time until an issuer with ``remaining`` bytes has injected them at ``phi * rate``."""
+    return remaining / (phi * rate) if remaining > 0.0 else 0.0

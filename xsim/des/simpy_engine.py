@@ -28,61 +28,84 @@ class SimulationError(RuntimeError):
 class XStage:
     """One source GPU's fluid X-Stage (see :mod:`xsim.des.fluid`)."""
 
-    def __init__(self, env: simpy.Environment, drain: float, capacity: float, trace: bool):
-        self.env, self.drain_rate, self.capacity = env, drain, capacity
+    def __init__(self, env: simpy.Environment, drain: float, capacity: float, weight: np.ndarray, trace: bool):
+        self.env, self.drain_rate, self.capacity, self.weight = env, drain, capacity, weight
         self.q = self.drained = self.service = 0.0
         self.inflow = 0.0
         self.t_last = 0.0
-        self._issuing: list[tuple[float, int, float, simpy.Event, simpy.Event]] = []
+        # the active issuers, packed in the first n slots: bytes left, nominal rate, weight, admission
+        size = len(weight)
+        self.n = 0
+        self.left, self.rate = np.zeros(size), np.zeros(size)
+        self.w, self.phi = np.zeros(size), np.ones(size)
+        self.who: list = [None] * size  # (producer, issued event, drained event)
         self._marks: list[tuple[float, simpy.Event]] = []  # FIFO, marks non-decreasing
-        self._seq = 0
         self.trace_t: list[float] | None = [0.0] if trace else None
         self.trace_q: list[float] = [0.0]
         self._wake = env.event()
         env.process(self.drain())
 
-    def inject(self, nbytes: float, t_iss0_us: float) -> tuple[simpy.Event, simpy.Event]:
+    def inject(self, producer: int, nbytes: float, t_iss0_us: float) -> tuple[simpy.Event, simpy.Event]:
         """Start issuing ``nbytes``; returns (issue-ended, bytes-drained) events."""
         self._advance()
         issued, drained = self.env.event(), self.env.event()
-        heapq.heappush(self._issuing, (self.service + t_iss0_us, self._seq, nbytes / t_iss0_us, issued, drained))
-        self._seq += 1
-        self.inflow += nbytes / t_iss0_us
+        k = self.n
+        self.left[k], self.rate[k], self.w[k] = nbytes, nbytes / t_iss0_us, self.weight[producer]
+        self.who[k] = (producer, issued, drained)
+        self.n += 1
+        self.inflow += self.rate[k]
+        self._shares()
         if not self._wake.triggered:
             self._wake.succeed()
         return issued, drained
 
+    def _shares(self) -> None:
+        fluid.shares(self.q, self.capacity, self.drain_rate, self.inflow, self.rate, self.w, self.n, self.phi)
+
     def _advance(self) -> None:
         dt = self.env.now - self.t_last
-        self.q, self.drained, self.service = fluid.advance(
-            self.q, self.drained, self.service, dt, self.capacity, self.drain_rate, self.inflow)
+        if dt > 0.0:
+            fluid.progress(self.left, self.rate, self.phi, self.n, dt)
+            self.q, self.drained, self.service = fluid.advance(
+                self.q, self.drained, self.service, dt, self.capacity, self.drain_rate, self.inflow)
         self.t_last = self.env.now
+
+    def _finishing(self, now: float) -> list[int]:
+        due = [k for k in range(self.n) if fluid.due(fluid.time_to_finish(self.left[k], self.rate[k], self.phi[k]), now)]
+        return sorted(due, key=lambda k: self.who[k][0])  # same-instant finishes in producer order
+
+    def _remove(self, k: int) -> None:
+        last = self.n - 1
+        for array in (self.left, self.rate, self.w, self.phi):
+            array[k] = array[last]
+        self.who[k], self.who[last] = self.who[last], None
+        self.n = last
 
     def _settle(self) -> None:
         """Complete every issuer and drain mark the fluid has reached at this instant."""
         now = self.env.now
         self.q, self.drained = fluid.snap(self.q, self.drained, self.capacity, self.drain_rate, self.inflow, now)
-        while self._issuing and fluid.due(self._time_to(self._issuing[0][0]), now):
-            _, _, rate, issued, drained = heapq.heappop(self._issuing)
-            self.inflow = self.inflow - rate if self._issuing else 0.0
+        finished = [self.who[k] for k in self._finishing(now)]
+        for producer, issued, drained in finished:
+            k = next(k for k in range(self.n) if self.who[k][0] == producer)
+            self.inflow = self.inflow - self.rate[k] if self.n > 1 else 0.0
+            self._remove(k)
             self._marks.append((self.drained + self.q, drained))
             issued.succeed()
         while self._marks and fluid.due(self._time_to_drained(self._marks[0][0]), now):
             self._marks.pop(0)[1].succeed(now)
+        self._shares()
         if self.trace_t is not None and (now > self.trace_t[-1] or self.q != self.trace_q[-1]):
             self.trace_t.append(now)
             self.trace_q.append(self.q)
-
-    def _time_to(self, finish_service: float) -> float:
-        return fluid.time_to_service(finish_service, self.service, self.q, self.capacity, self.drain_rate, self.inflow)
 
     def _time_to_drained(self, mark: float) -> float:
         return fluid.time_to_drained(mark, self.drained, self.q, self.capacity, self.drain_rate, self.inflow)
 
     def _next_boundary(self) -> float:
         dt = fluid.time_to_boundary(self.q, self.capacity, self.drain_rate, self.inflow)
-        if self._issuing:
-            dt = min(dt, self._time_to(self._issuing[0][0]))
+        for k in range(self.n):
+            dt = min(dt, fluid.time_to_finish(self.left[k], self.rate[k], self.phi[k]))
         if self._marks:
             dt = min(dt, self._time_to_drained(self._marks[0][0]))
         return dt
@@ -106,32 +129,34 @@ class Counters:
     def __init__(self, env: simpy.Environment, n: int):
         self.env = env
         self.value = [0] * n
-        self._waiting: list[list[tuple[int, simpy.Event]]] = [[] for _ in range(n)]
+        self._waiting: list[list[tuple[int, int, simpy.Event]]] = [[] for _ in range(n)]  # heaps
+        self._seq = 0
 
     def wait(self, counter: int, value: int) -> simpy.Event:
         event = self.env.event()
         if self.value[counter] >= value:
             event.succeed()
         else:
-            self._waiting[counter].append((value, event))
+            heapq.heappush(self._waiting[counter], (value, self._seq, event))
+            self._seq += 1
         return event
 
     def signal(self, counter: int) -> None:
+        """Increment; wake the waiters whose threshold is met, in the order they began waiting."""
         self.value[counter] += 1
-        still = []
-        for value, event in self._waiting[counter]:
-            if self.value[counter] >= value:
-                event.succeed()
-            else:
-                still.append((value, event))
-        self._waiting[counter] = still
+        waiting = self._waiting[counter]
+        woken = []
+        while waiting and waiting[0][0] <= self.value[counter]:
+            woken.append(heapq.heappop(waiting))
+        for _, _, event in sorted(woken, key=lambda entry: entry[1]):
+            event.succeed()
 
 
 def run(workload: Workload, trace: bool = True) -> SimResult:
     """Simulate ``workload`` to completion."""
     w = workload
     env = simpy.Environment()
-    stages = [XStage(env, x.drain_bytes_per_us, x.capacity_bytes, trace) for x in w.xstages]
+    stages = [XStage(env, x.drain_bytes_per_us, x.capacity_bytes, w.producer_weight, trace) for x in w.xstages]
     counters = Counters(env, w.n_counters)
     times = TileTimes.empty(w.n_tiles)
     coupled = w.coupling == "completion-coupled"
@@ -161,20 +186,25 @@ def run(workload: Workload, trace: bool = True) -> SimResult:
                 yield env.timeout(w.epilogue_us[i])
             drained = None
             if w.bytes[i] > 0:
-                issued, drained = stage.inject(w.bytes[i], w.t_iss0_us[i])
+                issued, drained = stage.inject(p, w.bytes[i], w.t_iss0_us[i])
                 yield issued
             times.issue_end[i] = env.now
-            if w.signal_counter[i] >= 0:
+            if drained is None:
+                drained = env.event().succeed(env.now)
+            if w.signal_counter[i] >= 0 and not w.signal_on_drain[i]:
                 counters.signal(int(w.signal_counter[i]))
-            if drained is not None and coupled:
-                yield drained
-            if drained is None or coupled:
-                times.drain_end[i] = env.now
-            elif drained.processed:
-                times.drain_end[i] = drained.value
+            if drained.callbacks is None:  # already processed
+                on_drained(i, drained.value)
             else:
-                drained.callbacks.append(lambda e, i=i: times.drain_end.__setitem__(i, e.value))
+                drained.callbacks.append(lambda e, i=i: on_drained(i, e.value))
+            if coupled:
+                yield drained
             yield slots.put(1)
+
+    def on_drained(i: int, when: float) -> None:
+        times.drain_end[i] = when
+        if w.signal_counter[i] >= 0 and w.signal_on_drain[i]:
+            counters.signal(int(w.signal_counter[i]))
 
     for p in range(w.n_producers):
         slots = simpy.Container(env, capacity=w.slots, init=w.slots)
