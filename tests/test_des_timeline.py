@@ -101,3 +101,14 @@ def test_deadlock_is_reported():
 def test_barrier_arrival_at_issue_end_when_it_does_not_wait_for_the_drain():
     r = simulate(_micro(gap_us=0.1, barrier_waits_drain="false"), engine="simpy")
     assert r.times.issue_start[2] == pytest.approx(1.6)  # gap end; burst 0 still draining
+
+
+def test_local_tile_completes_when_its_producers_stores_have_drained():
+    # A remote tile (issue ends 1.0, drains at 3.0: 3000 B at 1000 B/us), then a local tile whose
+    # mainloop ends at 2.0: its drain end (and its drain-gated signal) waits until 3.0.
+    streams = [[{"bytes": 3000.0, "t0": 1.0}, {"mainloop": 1.0, "signal": 0, "signal_on_drain": True}],
+               [{"wait": 0, "value": 1, "mainloop": 0.5}]]
+    t = simulate(workload(streams, capacity=1e6, n_counters=1)).times
+    assert [t.issue_end[0], t.drain_end[0]] == pytest.approx([1.0, 3.0])
+    assert [t.issue_end[1], t.drain_end[1]] == pytest.approx([2.0, 3.0])
+    assert t.mainloop_start[2] == pytest.approx(3.0)

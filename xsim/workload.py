@@ -15,9 +15,11 @@ Per tile:
 - ``wait_counter``/``wait_value``: the mainloop may start only once counter
   ``wait_counter`` has reached ``wait_value`` (-1: no wait). Counters model ``l2_full``-style
   readiness and grid barriers.
-- ``signal_counter``: counter incremented when the tile's issue ends (-1: none), or when its
-  bytes have drained if ``signal_on_drain`` (an arrival that waits behind the tile's stores, as
-  a grid barrier's atomic does on the hardware).
+- ``signal_counter``: counter incremented when the tile's issue ends (-1: none), or at its
+  drain end if ``signal_on_drain`` (an arrival that waits behind the producer's stores, as a
+  grid barrier's atomic does on the hardware). A tile's drain end is when its last byte has
+  drained; for a tile without remote bytes, when every byte its producer issued before it has
+  drained (and never before its issue end).
 
 Per producer, ``producer_weight`` is its arbitration weight when the X-Stage is full (see
 :func:`xsim.des.fluid.shares`); equal weights share the drain fairly.

@@ -8,12 +8,12 @@ platform's per-burst loop bookkeeping ``burst_overhead_us``, no bytes).
 - ``periodic``: bursts follow each other with the gap between them (Sec. 3.1 periodic mode).
 - ``isolated``: each burst starts only after the previous one has fully drained, then the gap
   (the completion-coupled issuer: every burst meets an empty X-Stage, eq. 7).
-- ``aligned = true``: a grid barrier before every burst. Burst j + 1 starts once all K
-  producers have arrived (counter j reaches K) and the barrier's latency
-  (``grid_barrier_us``) has passed. A producer arrives when its burst's stores have drained:
-  on the hardware the barrier's atomic waits behind the stores still in the SM's memory path
-  (docs/hardware.md), so an aligned burst always meets a (nearly) empty X-Stage. With
-  ``barrier_waits_drain = false`` the arrival is at issue end (a barrier with no such wait).
+- ``aligned = true``: a grid barrier before every burst. A producer arrives after its gap,
+  and not before its burst's stores have drained: on the hardware the barrier's atomic waits
+  behind the stores still in the SM's memory path (docs/hardware.md), so an aligned burst
+  always meets an empty X-Stage. Burst j + 1 starts once all K producers have arrived
+  (counter j reaches K) and the barrier's latency (``grid_barrier_us``) has passed. With
+  ``barrier_waits_drain = false`` a producer arrives at its gap's end.
 - Producers share the drain by the platform's arbitration weights when the X-Stage is full;
   unequal weights make free-running producers drift out of phase, as on the hardware.
 """
@@ -55,7 +55,7 @@ def build(params: dict, platform: Platform) -> Workload:
     aligned, isolated = params["aligned"], params["mode"] == "isolated"
     burst = np.tile(np.repeat(np.arange(n), 2), k)      # burst index of every tile
     is_burst = np.tile(np.array([True, False]), k * n)  # burst tile, then its gap tile
-    barrier = aligned & is_burst
+    barrier = aligned & ~is_burst  # the gap tile arrives at burst j's barrier; burst j + 1 waits
     return Workload(
         offsets=np.arange(0, 2 * k * n + 1, 2 * n, dtype=np.int64),
         producer_gpu=np.zeros(k, dtype=np.int64),
@@ -67,8 +67,8 @@ def build(params: dict, platform: Platform) -> Workload:
         bytes=np.where(is_burst, b, 0.0),
         t_iss0_us=np.full(2 * k * n, platform.t_iss0_us(k, b)),
         release_us=np.zeros(2 * k * n),
-        wait_counter=np.where(barrier & (burst > 0), burst - 1, -1).astype(np.int64),
-        wait_value=np.where(barrier & (burst > 0), k, 0).astype(np.int64),
+        wait_counter=np.where(aligned & is_burst & (burst > 0), burst - 1, -1).astype(np.int64),
+        wait_value=np.where(aligned & is_burst & (burst > 0), k, 0).astype(np.int64),
         signal_counter=np.where(barrier, burst, -1).astype(np.int64),
         signal_on_drain=barrier & params["barrier_waits_drain"],
         n_counters=n if aligned else 0,

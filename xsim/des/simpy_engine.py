@@ -179,18 +179,21 @@ def run(workload: Workload, trace: bool = True) -> SimResult:
 
     def issuer(p: int, slots: simpy.Container, finished: simpy.Store):
         stage = stages[w.producer_gpu[p]]
+        last_drained = None  # drain event of this producer's latest remote tile
         for _ in range(w.offsets[p], w.offsets[p + 1]):
             i = yield finished.get()
             times.issue_start[i] = env.now
             if w.epilogue_us[i] > 0:
                 yield env.timeout(w.epilogue_us[i])
-            drained = None
             if w.bytes[i] > 0:
                 issued, drained = stage.inject(p, w.bytes[i], w.t_iss0_us[i])
+                last_drained = drained
                 yield issued
-            times.issue_end[i] = env.now
-            if drained is None:
+            elif last_drained is not None and last_drained.callbacks is not None:
+                drained = last_drained  # a local tile completes when the producer's stores have drained
+            else:
                 drained = env.event().succeed(env.now)
+            times.issue_end[i] = env.now
             if w.signal_counter[i] >= 0 and not w.signal_on_drain[i]:
                 counters.signal(int(w.signal_counter[i]))
             if drained.callbacks is None:  # already processed
