@@ -108,7 +108,7 @@ def test_local_tile_completes_when_its_producers_stores_have_drained():
     # mainloop ends at 2.0: its drain end (and its drain-gated signal) waits until 3.0.
     streams = [[{"bytes": 3000.0, "t0": 1.0}, {"mainloop": 1.0, "signal": 0, "signal_on_drain": True}],
                [{"wait": 0, "value": 1, "mainloop": 0.5}]]
-    t = simulate(workload(streams, capacity=1e6, n_counters=1)).times
+    t = simulate(workload(streams, capacity=1e6, n_counters=1, staging_depth=1)).times
     assert [t.issue_end[0], t.drain_end[0]] == pytest.approx([1.0, 3.0])
     assert [t.issue_end[1], t.drain_end[1]] == pytest.approx([2.0, 3.0])
     assert t.mainloop_start[2] == pytest.approx(3.0)
