@@ -100,3 +100,16 @@ def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, argv, message):
     lines = captured.err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("xsim: error:") and message in lines[0]
     assert "Traceback" not in captured.err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["bench", "micro", "--out", "r.jsonl"], "no GPUs found: xsim bench needs NVIDIA GPUs"),
+    (["bench", "moe", "--out", "r.jsonl"], "no GPU kernels yet"),
+])
+def test_bench_without_gpus_or_kernels_says_so(capsys, monkeypatch, argv, message):
+    import hwkernels.launch
+
+    monkeypatch.setattr(hwkernels.launch, "gpu_count", lambda: 0)
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]

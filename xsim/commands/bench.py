@@ -1,0 +1,33 @@
+"""``xsim bench``: run the GPU experiments (starts ``torchrun`` itself; needs NVIDIA GPUs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from xsim.params import ParamError
+
+EXPERIMENTS = ("micro", "moe", "fa-a2a")
+
+
+def add_parser(sub):
+    p = sub.add_parser("bench", help="run GPU experiments and append measurement records")
+    p.add_argument("experiment", choices=EXPERIMENTS)
+    p.add_argument("--nproc", type=int, metavar="N", help="GPUs to use (default: all)")
+    p.add_argument("--out", type=Path, required=True, metavar="RECORDS.jsonl", help="records file to append to")
+    p.add_argument("--suite", choices=("full", "quick"), default="full", help="sweep size (default full)")
+    return p
+
+
+def run(args) -> int:
+    # hwkernels.launch is standard library only: this never imports torch here.
+    from hwkernels.launch import EXPERIMENTS as AVAILABLE
+    from hwkernels.launch import NoGPUError, bench
+
+    if args.experiment not in AVAILABLE:
+        raise ParamError(f"the {args.experiment} experiment has no GPU kernels yet (available: {', '.join(AVAILABLE)})")
+    if args.nproc is not None and args.nproc < 1:
+        raise ParamError(f"--nproc must be >= 1, got {args.nproc}")
+    try:
+        return bench(args.experiment, args.nproc, args.out, ["--suite", args.suite])
+    except (NoGPUError, ValueError) as exc:
+        raise ParamError(str(exc)) from None
