@@ -240,7 +240,7 @@ def save_profile(platform: Platform, path: str | Path) -> None:
     Path(path).write_text(json.dumps(platform.to_dict(), indent=2) + "\n")
 
 
-DEFAULT_PLATFORM = "paper-8gpu"
+DEFAULT_PLATFORM = "h200-nvlink-x2"
 
 
 def _shipped_dir():

@@ -1,0 +1,225 @@
+"""Fit a platform from micro records: the frozen :class:`FitResult` and :func:`fit_records`.
+
+The stages (pure residuals, ``least_squares``, CIs) live in :mod:`calibration.stages`; this
+module picks each stage's points by the regime the current parameters define (drain-limited,
+recovered plateau, isolated knee) on the training part of the split, iterates the stages a
+fixed number of times, and returns one parameter set with everything needed to audit it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from calibration import stages
+from calibration.dataset import Split, choose_mechanism, split, store_records
+from calibration.records import Record, RecordSet
+from calibration.stages import FitError, StageFit
+from xsim.platform import CapacityModel, IssueModel
+
+STATISTICS = ("mean", "median")
+
+
+@dataclass(frozen=True)
+class Points:
+    """The columns of a list of micro records, one entry per record."""
+
+    records: tuple[Record, ...]
+    producers: np.ndarray
+    burst_bytes: np.ndarray
+    gap_us: np.ndarray
+    aligned: np.ndarray
+    isolated: np.ndarray
+    warmup_bursts: np.ndarray
+    issue_us: np.ndarray
+    period_us: np.ndarray
+
+    @property
+    def volume_bytes(self) -> np.ndarray:
+        return self.producers * self.burst_bytes
+
+    @classmethod
+    def of(cls, records, statistic: str = "mean") -> "Points":
+        recs = tuple(records)
+        col = lambda f, dt=float: np.asarray([f(r) for r in recs], dtype=dt)  # noqa: E731
+        return cls(recs, col(lambda r: r.params["producers"]), col(lambda r: r.params["burst_bytes"]),
+                   col(lambda r: r.params["gap_us"]), col(lambda r: bool(r.params["aligned"]), bool),
+                   col(lambda r: r.kind == "isolated", bool), col(lambda r: r.params.get("warmup_bursts", 0)),
+                   col(lambda r: r.stat("issue_us", statistic)), col(lambda r: r.stat("period_us", statistic)))
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """One calibrated parameter set, its stages (values, 95 % CIs, residuals) and its inputs."""
+
+    mechanism: str
+    threads: int | None
+    statistic: str
+    drain_rate_gbps: float
+    issue_model: IssueModel
+    capacity_model: CapacityModel
+    drain: StageFit
+    issue: StageFit
+    knees: dict[int, StageFit]          # per training K: Q_K (MiB) from the isolated curve
+    capacity: StageFit | None           # Q(K) = min(K q, Q_max) over the knees
+    burst_overhead: StageFit            # free-running: period - issue - gap on the plateau
+    grid_barrier: StageFit              # aligned: the barrier's extra producer-side time
+    split: Split
+    records_sha256: str
+    mechanism_drain_gbps: dict[str, float] = field(default_factory=dict)
+    baseline_gbps: dict[str, float] = field(default_factory=dict)
+
+
+def _t0(theta, p: Points) -> np.ndarray:
+    return stages.issue0_us(theta, p.producers, p.burst_bytes)
+
+
+def _capacity_at(p: Points, knees: dict[int, float], model: CapacityModel | None) -> np.ndarray:
+    """Q(K) per point: the point's own knee where one was fitted, else the model (inf if none)."""
+    out = np.full(p.producers.size, np.inf)
+    for i, k in enumerate(p.producers.astype(int)):
+        if k in knees:
+            out[i] = knees[k]
+        elif model is not None:
+            out[i] = model.capacity_bytes(int(k))
+    return out
+
+
+def _start(p: Points) -> tuple[float, np.ndarray, dict[int, float]]:
+    """Starting values: R from the largest zero-gap volumes, T_iss0 from the smallest bursts."""
+    zero = ~p.isolated & (p.gap_us == 0) & p.aligned
+    if zero.sum() < 2:
+        raise FitError("no aligned zero-gap periodic records to fit R from")
+    big = zero & (p.volume_bytes >= np.median(p.volume_bytes[zero]))
+    r = stages.fit_drain(p.volume_bytes[big], p.period_us[big]).values[0]
+    small = p.isolated & (p.burst_bytes <= np.quantile(p.burst_bytes[p.isolated], 0.5)) if p.isolated.any() \
+        else ~p.isolated & (p.gap_us > 0)
+    theta = np.asarray(stages.fit_issue(p.producers[small], p.burst_bytes[small], p.issue_us[small]).values)
+    knees = {}
+    for k in sorted({int(x) for x in p.producers[p.isolated]}):
+        m = p.isolated & (p.producers == k)
+        knees[k] = float(np.max(p.volume_bytes[m] - r * 1e3 * p.issue_us[m]))
+    return r, theta, knees
+
+
+def _issue_points(p: Points, r: float, theta, q: np.ndarray) -> np.ndarray:
+    """Recovered plateau: isolated or gap >= 1.1 G*, and q_peak <= 0.9 Q (the gap as spun;
+    the loop and barrier costs only add recovery time)."""
+    t0 = _t0(theta, p)
+    v_over_r = p.volume_bytes / (r * 1e3)
+    q_peak = p.volume_bytes - r * 1e3 * t0
+    recovered = p.isolated | (p.gap_us >= stages.RECOVERED_GAP_MARGIN * (v_over_r - t0))
+    return recovered & (q_peak <= stages.CAPACITY_MARGIN * q)
+
+
+def _drain_points(p: Points, r: float, theta, overhead_us: np.ndarray) -> np.ndarray:
+    """Drain-limited zero-gap *aligned* periods: V/R >= 1.25 (T_iss0 + per-burst overhead).
+
+    Free-running per-producer periods are left out: with unfair arbitration between SMs the
+    fast producers finish early, so K / mean period is not the aggregate drain (docs/calibration.md).
+    """
+    t0 = _t0(theta, p)
+    v_over_r = p.volume_bytes / (r * 1e3)
+    return ~p.isolated & p.aligned & (p.gap_us == 0) & (v_over_r >= stages.DRAIN_LIMITED_MARGIN * (t0 + overhead_us))
+
+
+def _overheads(p: Points, r: float, theta, q: np.ndarray) -> tuple[StageFit, StageFit]:
+    """Per-burst producer-side costs outside the issue span, from recovered periodic points:
+    free-running ``period - issue - gap`` (loop bookkeeping), aligned minus that (the barrier)."""
+    sel = _issue_points(p, r, theta, q) & ~p.isolated & (p.gap_us > 0)
+    extra = p.period_us - p.issue_us - p.gap_us
+    loop = stages.fit_constant("burst_overhead_us", extra[sel & ~p.aligned])
+    barrier = stages.fit_constant("grid_barrier_us", extra[sel & p.aligned] - loop.values[0])
+    return loop, barrier
+
+
+def overhead_us(p: Points, loop_us: float, barrier_us: float) -> np.ndarray:
+    """Producer-side time per burst besides issue and gap: loop cost, plus the barrier if aligned."""
+    return loop_us + np.where(p.aligned, barrier_us, 0.0)
+
+
+def _knee_fits(p: Points, r: float, theta) -> dict[int, StageFit]:
+    """Per K with isolated points: Q_K, when some point is past the knee (else unidentified)."""
+    out = {}
+    t0 = _t0(theta, p)
+    for k in sorted({int(x) for x in p.producers[p.isolated]}):
+        m = p.isolated & (p.producers == k)
+        knee = stages.fit_knee(t0[m], p.volume_bytes[m], r, p.issue_us[m])
+        q = knee.values[0] * 2**20
+        if np.any((p.volume_bytes[m] - q) / (r * 1e3) > t0[m]):
+            out[k] = knee
+    return out
+
+
+@dataclass(frozen=True)
+class Stages:
+    drain: StageFit
+    issue: StageFit
+    knees: dict[int, StageFit]
+    capacity: StageFit | None
+    capacity_model: CapacityModel
+    burst_overhead: StageFit
+    grid_barrier: StageFit
+
+
+def fit_points(p: Points) -> Stages:
+    r, theta, knees = _start(p)
+    model = None
+    for _ in range(stages.ITERATIONS):
+        q = _capacity_at(p, knees, model)
+        sel = _issue_points(p, r, theta, q)
+        issue = stages.fit_issue(p.producers[sel], p.burst_bytes[sel], p.issue_us[sel])
+        theta = np.asarray(issue.values)
+        loop, barrier = _overheads(p, r, theta, q)
+        sel = _drain_points(p, r, theta, overhead_us(p, loop.values[0], barrier.values[0]))
+        drain = stages.fit_drain(p.volume_bytes[sel], p.period_us[sel])
+        r = drain.values[0]
+        knee_fits = _knee_fits(p, r, theta)
+        knees = {k: f.values[0] * 2**20 for k, f in knee_fits.items()}
+        if not knees:
+            raise FitError("no isolated burst is past the knee: Q cannot be fitted (larger bursts needed)")
+        model, cap_fit = stages.capacity_model(knees)
+    return Stages(drain, issue, knee_fits, cap_fit, model, loop, barrier)
+
+
+def _mechanism_drains(rs: RecordSet, chosen: str, r_chosen: float) -> dict[str, float]:
+    """R per store mechanism: the chosen one's fit; others from the largest-volume half of their
+    aligned zero-gap periods."""
+    out = {chosen: r_chosen}
+    mechs = sorted({r.params["mechanism"] for r in rs.select("micro", "periodic")} - {chosen})
+    for m in mechs:
+        p = Points.of([r for r in rs.select("micro", "periodic", mechanism=m)
+                       if r.params.get("target", "remote") == "remote" and float(r.params["gap_us"]) == 0
+                       and r.params["aligned"]])
+        if p.producers.size < 2:
+            continue
+        big = p.volume_bytes >= np.median(p.volume_bytes)
+        out[m] = stages.fit_drain(p.volume_bytes[big], p.period_us[big]).values[0]
+    return out
+
+
+def _baselines(rs: RecordSet) -> dict[str, float]:
+    """Best measured GB/s of each baseline kind (copy engine, NCCL) over transfer sizes."""
+    out = {}
+    for kind in ("ce-copy", "nccl"):
+        rates = [float(r.data["gbps"]) for r in rs.select("micro", kind) if "gbps" in r.data]
+        if rates:
+            out[kind] = max(rates)
+    return out
+
+
+def fit_records(rs: RecordSet, mechanism: str | None = None, statistic: str = "mean") -> FitResult:
+    """Calibrate once: one parameter set from the training part of the chosen mechanism's records."""
+    if statistic not in STATISTICS:
+        raise FitError(f'"statistic" must be one of {", ".join(STATISTICS)}, got {statistic!r}')
+    mech = choose_mechanism(rs, mechanism)
+    recs = store_records(rs, mech)
+    sp = split(recs)
+    st = fit_points(Points.of(sp.train, statistic))
+    r = st.drain.values[0]
+    threads = recs[0].params.get("threads") if recs else None
+    ks = {int(x.params["producers"]) for x in recs}
+    return FitResult(mech, threads, statistic, r, stages.issue_model(st.issue, ks), st.capacity_model,
+                     st.drain, st.issue, st.knees, st.capacity, st.burst_overhead, st.grid_barrier, sp,
+                     rs.sha256, _mechanism_drains(rs, mech, r), _baselines(rs))

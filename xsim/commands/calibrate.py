@@ -1,0 +1,66 @@
+"""``xsim calibrate``: fit a platform profile (R, T_iss0(K, B), Q(K)) from measurement records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from xsim.commands.common import add_json_option, print_json, print_table
+from xsim.platform import save_profile
+
+
+def add_parser(sub):
+    p = sub.add_parser("calibrate", help="fit a platform profile from micro records (JSONL)")
+    p.add_argument("records", nargs="+", metavar="RECORDS.jsonl", help="measurement record files")
+    p.add_argument("-o", "--output", required=True, metavar="PROFILE.json", help="profile file to write")
+    p.add_argument("--name", default=None, help="profile name (default: the output file's stem)")
+    p.add_argument("--mechanism", default=None, help="store mechanism to fit (default st.v4 if present)")
+    p.add_argument("--statistic", default="mean", choices=("mean", "median"), help="statistic fitted (default mean)")
+    add_json_option(p)
+    return p
+
+
+def _rows(profile) -> list[tuple[str, object]]:
+    pv = profile.provenance
+    fit = pv["fit"]
+    rows = [("records", f'{pv["records"]["n_records"]} ({pv["records"]["n_skipped_failed_check"]} skipped: check failed)'),
+            ("records sha256", pv["records"]["sha256"][:16] + "..."),
+            ("mechanism", f'{fit["mechanism"]}, {fit["threads_per_producer"]} threads, {fit["statistic"]}')]
+    for stage in ("drain_rate", "t_iss0", "burst_overhead", "grid_barrier"):
+        for name, v in fit[stage]["parameters"].items():
+            lo, hi = v["ci95"]
+            rows.append((name, f'{v["value"]:.4g}  [{lo:.4g}, {hi:.4g}]'))
+    for k, knee in fit["capacity_knees"].items():
+        lo, hi = knee["ci95_bytes"]
+        rows.append((f"Q(K={k}) knee, MiB", f'{knee["capacity_bytes"] / 2**20:.4g}  [{lo / 2**20:.4g}, {hi / 2**20:.4g}]'))
+    head = pv["headline"]
+    rows += [("T_iss0(132, 32KB) us", head["t_iss0_us_at_k132_b32kib"]),
+             ("Q(132) MiB", head["capacity_bytes_at_k132"] / 2**20), ("ce_ratio", head["ce_ratio"])]
+    for model, errors in pv["heldout"]["errors_percent"].items():
+        for mode in ("aligned", "free_running"):
+            e = errors[mode]
+            rows.append((f"held-out {model} {mode}", f'period MAPE {e["period_mape"]:.3g}%, mean issue MAPE '
+                                                    f'{e["issue_mean_mape"]:.3g}%'))
+    return rows
+
+
+def run(args) -> int:
+    from calibration.fit import fit_records
+    from calibration.profile import build_profile
+    from calibration.records import RecordError, load_records
+    from calibration.stages import FitError
+
+    rs = load_records(args.records)
+    try:
+        fit = fit_records(rs, args.mechanism, args.statistic)
+    except FitError as exc:
+        raise RecordError(f"cannot fit {', '.join(Path(r).name for r in args.records)}: {exc}") from None
+    profile = build_profile(fit, rs, args.name or Path(args.output).stem)
+    try:
+        save_profile(profile, args.output)
+    except OSError as exc:
+        raise RecordError(f"cannot write profile {args.output}: {exc.strerror}") from None
+    if args.json:
+        print_json(profile.to_dict())
+    else:
+        print_table(f"calibrated {profile.name} -> {args.output}", _rows(profile))
+    return 0

@@ -1,0 +1,82 @@
+"""DES predictions for micro points, with the engine picked once and a time guard.
+
+``engine="fast"`` (the numba twin) is used when it exists, else the SimPy reference. A point
+whose simulation does not finish within ``timeout_s`` (an engine bug must not hang a report)
+yields ``None`` and is counted, never guessed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import signal
+import threading
+from contextlib import contextmanager
+
+from xsim.builders import microbench
+from xsim.des import simulate
+from xsim.params import resolve
+from xsim.platform import Platform
+
+DEFAULT_TIMEOUT_S = 5.0
+
+
+class _Timeout(Exception):
+    pass
+
+
+_ENGINE: list[str] = []
+
+
+def default_engine(platform: Platform | None = None) -> str:
+    """``fast`` when ``xsim.des.fast_engine`` exists and runs a tiny point (compiled here, outside
+    any time limit), else the SimPy reference. Decided once per process."""
+    if _ENGINE:
+        return _ENGINE[0]
+    engine = "simpy"
+    if importlib.util.find_spec("xsim.des.fast_engine") is not None and platform is not None:
+        params = micro_params("periodic", 2, 4096, 0.0, True, 3, 1)
+        try:
+            simulate(microbench.build(params, platform), engine="fast", trace=False)
+            engine = "fast"
+        except Exception:  # noqa: BLE001  an unfinished twin must not break a report
+            engine = "simpy"
+    _ENGINE.append(engine)
+    return engine
+
+
+@contextmanager
+def _time_limit(seconds: float):
+    if seconds is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _raise(signum, frame):
+        raise _Timeout()
+
+    previous = signal.signal(signal.SIGALRM, _raise)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def micro_params(mode: str, producers: int, burst_bytes: float, gap_us: float, aligned: bool,
+                 bursts: int, warmup_bursts: int) -> dict:
+    """Resolved microbench builder parameters for one measured point."""
+    return resolve(microbench.PARAMS, {"mode": mode, "producers": producers, "burst_bytes": burst_bytes,
+                                       "gap_us": gap_us, "aligned": aligned, "bursts": bursts,
+                                       "warmup_bursts": warmup_bursts}, "micro point")
+
+
+def simulate_point(params: dict, platform: Platform, engine: str | None = None,
+                   timeout_s: float | None = DEFAULT_TIMEOUT_S) -> dict | None:
+    """The builder's summary of one simulated point, or None if it did not finish in time."""
+    workload = microbench.build(params, platform)
+    try:
+        with _time_limit(timeout_s):
+            result = simulate(workload, engine=engine or default_engine(platform), trace=False)
+    except _Timeout:
+        return None
+    return microbench.summarize(result, params)
