@@ -28,7 +28,9 @@ def mechanisms(rs: RecordSet) -> list[str]:
 
 
 def _is_store(r: Record) -> bool:
-    return r.kind in FIT_KINDS and r.params.get("target", "remote") == "remote"
+    """A remote periodic/isolated record of the paper's unidirectional pair, with in-kernel issue times."""
+    return (r.kind in FIT_KINDS and r.params.get("target", "remote") == "remote"
+            and r.params.get("pattern", "pair") == "pair" and "issue_us" in r.data["stats"])
 
 
 def choose_mechanism(rs: RecordSet, requested: str | None) -> str:

@@ -27,17 +27,28 @@ class _Timeout(Exception):
 _ENGINE: list[str] = []
 
 
+def _probe_summaries(platform: Platform, engine: str) -> list:
+    out = []
+    burst_bytes = 16 * max(1, round(2.0 * platform.capacity_bytes(8) / 8 / 16))  # V = 2 Q: backpressured
+    for aligned, gap_us in ((True, 0.0), (True, 0.5), (False, 0.0)):
+        params = micro_params("periodic", 8, burst_bytes, gap_us, aligned, 8, 2)
+        summary = microbench.summarize(simulate(microbench.build(params, platform), engine=engine, trace=False), params)
+        out += [summary["issue_us"]["mean"], summary["period_us"]["mean"]]
+    return out
+
+
 def default_engine(platform: Platform | None = None) -> str:
-    """``fast`` when ``xsim.des.fast_engine`` exists and runs a tiny point (compiled here, outside
-    any time limit), else the SimPy reference. Decided once per process."""
+    """``fast`` when ``xsim.des.fast_engine`` exists and agrees with the SimPy reference on a
+    few tiny probe points (it is compiled here, outside any time limit); else ``simpy``.
+    Decided once per process."""
     if _ENGINE:
         return _ENGINE[0]
     engine = "simpy"
     if importlib.util.find_spec("xsim.des.fast_engine") is not None and platform is not None:
-        params = micro_params("periodic", 2, 4096, 0.0, True, 3, 1)
         try:
-            simulate(microbench.build(params, platform), engine="fast", trace=False)
-            engine = "fast"
+            fast, ref = _probe_summaries(platform, "fast"), _probe_summaries(platform, "simpy")
+            if all(abs(a - b) <= 1e-9 * max(1.0, abs(b)) for a, b in zip(fast, ref)):
+                engine = "fast"
         except Exception:  # noqa: BLE001  an unfinished twin must not break a report
             engine = "simpy"
     _ENGINE.append(engine)

@@ -1,0 +1,161 @@
+"""The micro experiment's numbers: every store record beside its predictions, and the summary.
+
+Predictions come from one platform (calibrate once, then predict): the paper's fluid closed
+form, the mode-aware closed form (:mod:`calibration.fidelity`) and the DES (where it ran).
+Errors are reported on the held-out points of the calibration split (``calibration.dataset``)
+and, separately, on the training points; aligned and free-running apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from calibration.dataset import choose_mechanism, split, store_records
+from calibration.fidelity import MODELS, mape_percent
+from calibration.records import RecordSet
+from xsim.platform import Platform
+from xsim.report.des_runs import default_engine, micro_params, simulate_point
+
+HEADLINE_MODEL = "mode-aware"
+REFERENCE_PRODUCERS, REFERENCE_BURST_BYTES = 132, 32 * 1024
+
+
+@dataclass
+class Row:
+    """One store record: what was run, what was measured, what each model predicts."""
+
+    kind: str
+    producers: int
+    burst_bytes: int
+    gap_us: float
+    aligned: bool
+    heldout: bool
+    measured: dict            # issue_mean/median/p90, period_mean/median/p90 (us)
+    predicted: dict = field(default_factory=dict)   # model -> {"issue_us", "period_us"}
+    where: str = ""
+
+    @property
+    def volume_bytes(self) -> int:
+        return self.producers * self.burst_bytes
+
+
+@dataclass
+class MicroReport:
+    platform: Platform
+    mechanism: str
+    rows: list[Row]
+    engine: str | None
+    des_skipped: int
+    summary: dict
+
+
+def _measured(r) -> dict:
+    out = {f"issue_{k}": r.stat("issue_us", k) for k in ("mean", "median", "p90")}
+    out.update({f"period_{k}": r.stat("period_us", k) if r.kind != "isolated" else float("nan")
+                for k in ("mean", "median", "p90")})
+    out["burst_issue_median"] = r.stat("burst_issue_us", "median")
+    return out
+
+
+def des_wanted(row: Row) -> bool:
+    """DES runs for the held-out points and the figure's main series (K=132, B=32 KB; K=132 isolated)."""
+    main = row.producers == REFERENCE_PRODUCERS and (row.kind == "isolated" or row.burst_bytes == REFERENCE_BURST_BYTES)
+    return row.heldout or main
+
+
+def _des(row: Row, record, platform: Platform, engine: str) -> dict | None:
+    p = record.params
+    params = micro_params("isolated" if row.kind == "isolated" else "periodic", row.producers, row.burst_bytes,
+                          row.gap_us, row.aligned, int(p.get("bursts", 64)), int(p.get("warmup_bursts", 16)))
+    s = simulate_point(params, platform, engine)
+    if s is None:
+        return None
+    out = {"issue_us": s["issue_us"]["mean"], "issue_median_us": s["issue_us"]["median"],
+           "issue_p90_us": s["issue_us"]["p90"]}
+    if row.kind != "isolated":
+        out["period_us"] = s["period_us"]["mean"]
+    return out
+
+
+def _errors(rows: list[Row], model: str) -> dict:
+    out = {}
+    for mode, keep in (("aligned", True), ("free_running", False)):
+        sub = [r for r in rows if r.aligned == keep and model in r.predicted]
+        per = [r for r in sub if r.kind == "periodic"]
+        out[mode] = {
+            "period_mape": mape_percent([r.predicted[model].get("period_us", np.nan) for r in per],
+                                        [r.measured["period_mean"] for r in per]),
+            "issue_mean_mape": mape_percent([r.predicted[model]["issue_us"] for r in sub],
+                                            [r.measured["issue_mean"] for r in sub]),
+            "issue_median_mape": mape_percent([r.predicted[model]["issue_us"] for r in sub],
+                                              [r.measured["issue_median"] for r in sub]),
+            "n_points": len(sub),
+        }
+    both = [r for r in rows if model in r.predicted]
+    per = [r for r in both if r.kind == "periodic"]
+    out["all"] = {"period_mape": mape_percent([r.predicted[model].get("period_us", np.nan) for r in per],
+                                              [r.measured["period_mean"] for r in per]),
+                  "issue_mean_mape": mape_percent([r.predicted[model]["issue_us"] for r in both],
+                                                  [r.measured["issue_mean"] for r in both]),
+                  "n_points": len(both)}
+    return out
+
+
+def _ce_ratio(rs: RecordSet, platform: Platform) -> float | None:
+    """Best store mechanism's drain over the copy engine's best rate (from the profile's fit)."""
+    pv = platform.provenance or {}
+    drains = pv.get("mechanisms_drain_rate_gbps") or {}
+    ce = [float(r.data["gbps"]) for r in rs.select("micro", "ce-copy") if "gbps" in r.data]
+    if not drains or not ce:
+        return None
+    return max(drains.values()) / max(ce)
+
+
+def build(rs: RecordSet, platform: Platform, des: bool = True, engine: str | None = None) -> MicroReport:
+    """Every store record of the profile's mechanism beside its predictions, plus the summary."""
+    wanted = (platform.provenance or {}).get("fit", {}).get("mechanism")
+    mech = choose_mechanism(rs, wanted if wanted in {r.params.get("mechanism") for r in rs.records} else None)
+    recs = store_records(rs, mech)
+    sp = split(recs)
+    held = {r.where for r in sp.heldout}
+    engine = (engine or default_engine(platform)) if des else None
+    rows, skipped = [], 0
+    for rec in recs:
+        p = rec.params
+        row = Row(rec.kind, int(p["producers"]), int(p["burst_bytes"]), float(p["gap_us"]), bool(p["aligned"]),
+                  rec.where in held, _measured(rec), where=rec.where)
+        for name, predict in MODELS.items():
+            row.predicted[name] = predict(rec, platform)
+        if des and des_wanted(row):
+            result = _des(row, rec, platform, engine)
+            if result is None:
+                skipped += 1
+            else:
+                row.predicted["des"] = result
+        rows.append(row)
+    models = list(MODELS) + (["des"] if des else [])
+    heldout = [r for r in rows if r.heldout]
+    head = _errors(heldout, HEADLINE_MODEL)
+    summary = {
+        "experiment": "micro",
+        "platform": platform.name,
+        "mechanism": mech,
+        "drain_rate_gbps": platform.drain_rate_gbps,
+        "capacity_bytes": platform.capacity_bytes(REFERENCE_PRODUCERS),
+        "t_iss0_us": platform.t_iss0_us(REFERENCE_PRODUCERS, REFERENCE_BURST_BYTES),
+        "period_mape": head["all"]["period_mape"],
+        "issue_mean_mape": head["all"]["issue_mean_mape"],
+        "headline_model": HEADLINE_MODEL,
+        "ce_ratio": _ce_ratio(rs, platform),
+        "n_points": len(rows),
+        "n_heldout": len(heldout),
+        "split": sp.describe(),
+        "heldout_errors_percent": {m: _errors(heldout, m) for m in models},
+        "train_errors_percent": {m: _errors([r for r in rows if not r.heldout], m) for m in models},
+        "des_engine": engine,
+        "des_points": sum("des" in r.predicted for r in rows),
+        "des_timed_out": skipped,
+    }
+    return MicroReport(platform, mech, rows, engine, skipped, summary)
