@@ -27,6 +27,7 @@ def known_platform() -> Platform:
         name="synthetic-known", drain_rate_gbps=450.0,
         issue=IssueModel(t_fixed_us=0.25, producer_issue_gbps=50.0, aggregate_issue_gbps=3000.0),
         capacity=CapacityModel(max_bytes=3 * 2**20, per_producer_bytes=48 * KIB),
+        burst_overhead_us=0.15, grid_barrier_us=0.0,
         status="override", description="known parameters of the synthetic records")
 
 
@@ -90,6 +91,15 @@ def _baselines(platform: Platform, rng, start: int) -> list[dict]:
                     "check": {"ok": True, "max_abs_err": 0.0}, "platform": dict(SYNTHETIC_PLATFORM),
                     "commit": "synthetic", "dirty": False, "time_utc": f"2026-01-01T01:00:{start + i:02d}Z"})
     return out
+
+
+def small_plan() -> SyntheticPlan:
+    """A plan small enough for tests (a few seconds) that still identifies every parameter."""
+    return SyntheticPlan(rfit_bytes=tuple(b * KIB for b in (8, 16, 32, 64, 128)),
+                         gap_configs=((132, 32 * KIB), (33, 32 * KIB)),
+                         gap_fracs=(0.0, 0.3, 0.6, 0.9, 1.2, 1.5, 2.0, 3.0),
+                         iso_bytes=tuple(b * KIB for b in (4, 8, 16, 24, 32, 48, 64, 96, 128)),
+                         bursts=24, warmup_bursts=10)
 
 
 def synthetic_records(platform: Platform | None = None, plan: SyntheticPlan = SyntheticPlan()) -> list[dict]:

@@ -1,0 +1,64 @@
+"""``xsim calibrate``: reproducible profiles, the shipped one included; errors exit 2 in one line."""
+
+import json
+from importlib import resources
+
+import pytest
+
+from calibration.synthetic import small_plan, synthetic_records, write_jsonl
+from xsim.cli import main
+from xsim.platform import DEFAULT_PLATFORM, load_profile
+
+SHIPPED_RECORDS = resources.files("calibration") / "records" / "h200-nvlink-x2-micro.jsonl"
+SHIPPED_PROFILE = resources.files("calibration") / "profiles" / "h200-nvlink-x2.json"
+
+
+@pytest.fixture(scope="module")
+def synthetic_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cal") / "syn.jsonl"
+    write_jsonl(synthetic_records(plan=small_plan()), path)
+    return path
+
+
+def test_calibrate_writes_a_loadable_profile_twice_identically(synthetic_file, tmp_path, capsys):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    assert main(["calibrate", str(synthetic_file), "-o", str(a), "--name", "syn"]) == 0
+    assert "calibrated syn" in capsys.readouterr().out
+    assert main(["calibrate", str(synthetic_file), "-o", str(b), "--name", "syn", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == json.loads(b.read_text())
+    assert a.read_bytes() == b.read_bytes()
+    platform = load_profile(a)
+    assert platform.name == "syn" and platform.status == "measured"
+    pv = platform.provenance
+    assert pv["records"]["files"][0]["name"] == "syn.jsonl" and len(pv["records"]["sha256"]) == 64
+    assert set(pv["heldout"]["errors_percent"]) == {"fluid", "mode-aware"}
+    assert pv["fit"]["drain_rate"]["parameters"]["drain_rate_gbps"]["ci95"][0] < platform.drain_rate_gbps
+
+
+@pytest.mark.skipif(not SHIPPED_RECORDS.is_file(), reason="no shipped micro records")
+def test_calibrate_reproduces_the_shipped_profile_byte_for_byte(tmp_path):
+    out = tmp_path / "h200-nvlink-x2.json"
+    assert main(["calibrate", str(SHIPPED_RECORDS), "-o", str(out), "--name", "h200-nvlink-x2"]) == 0
+    assert out.read_bytes() == SHIPPED_PROFILE.read_bytes()
+    assert DEFAULT_PLATFORM == "h200-nvlink-x2"
+
+
+@pytest.mark.parametrize("content, message", [
+    ('{"schema": "xstage.record/1"\n', "bad.jsonl:1: broken JSON line"),
+    ('{"schema": "xstage.record/1"}\n', "bad.jsonl:1: record is missing"),
+])
+def test_bad_records_exit_2_with_one_line(tmp_path, capsys, content, message):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(content)
+    assert main(["calibrate", str(bad), "-o", str(tmp_path / "p.json")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_missing_file_and_unfittable_records_exit_2(tmp_path, capsys, synthetic_file):
+    assert main(["calibrate", str(tmp_path / "none.jsonl"), "-o", str(tmp_path / "p.json")]) == 2
+    assert "cannot read records" in capsys.readouterr().err
+    assert main(["calibrate", str(synthetic_file), "-o", str(tmp_path / "p.json"), "--mechanism", "tma"]) == 2
+    assert "no records for mechanism 'tma'" in capsys.readouterr().err
+    assert main(["calibrate", str(synthetic_file), "-o", str(tmp_path / "no" / "dir" / "p.json")]) == 2
+    assert "cannot write profile" in capsys.readouterr().err

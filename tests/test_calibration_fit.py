@@ -1,0 +1,71 @@
+"""The fit recovers the parameters synthetic (DES-simulated) records were made with."""
+
+import math
+
+import pytest
+
+from calibration.dataset import split, store_records
+from calibration.fit import fit_records
+from calibration.records import load_records
+from calibration.stages import FitError, fit_drain
+from calibration.synthetic import known_platform, small_plan, synthetic_records, write_jsonl
+
+
+@pytest.fixture(scope="session")
+def synthetic_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("synthetic") / "synthetic.jsonl"
+    write_jsonl(synthetic_records(plan=small_plan()), path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def fitted(synthetic_file):
+    rs = load_records([synthetic_file])
+    return rs, fit_records(rs)
+
+
+def test_fit_recovers_r_t_iss0_and_q(fitted):
+    _, fit = fitted
+    truth = known_platform()
+    assert fit.drain_rate_gbps == pytest.approx(truth.drain_rate_gbps, rel=0.02)
+    lo, hi = fit.drain.ci95[0]
+    assert lo < fit.drain_rate_gbps < hi
+    for k, b in ((16, 8192), (132, 32768), (132, 131072), (33, 65536)):
+        assert fit.issue_model.t_iss0_us(k, b) == pytest.approx(truth.t_iss0_us(k, b), rel=0.03)
+    for k in (16, 33, 132):
+        assert fit.capacity_model.capacity_bytes(k) == pytest.approx(truth.capacity_bytes(k), rel=0.05)
+    assert fit.burst_overhead.values[0] == pytest.approx(truth.burst_overhead_us, abs=0.06)
+    assert fit.grid_barrier.values[0] == pytest.approx(truth.grid_barrier_us, abs=0.1)
+
+
+def test_fit_is_deterministic_and_hashes_its_input(fitted, synthetic_file):
+    rs, fit = fitted
+    again = fit_records(load_records([synthetic_file]))
+    assert again.drain.values == fit.drain.values and again.issue.values == fit.issue.values
+    assert fit.records_sha256 == rs.sha256 and len(fit.records_sha256) == 64
+
+
+def test_split_holds_out_one_k_and_every_third_gap_point(fitted):
+    rs, fit = fitted
+    sp = split(store_records(rs, "st.v4"))
+    assert sp.heldout_producers == 66
+    assert all(int(r.params["producers"]) != 66 for r in sp.train)
+    gaps = sorted(float(r.params["gap_us"]) for r in sp.heldout
+                  if r.params["producers"] == 132 and r.params["burst_bytes"] == 32768 and r.params["aligned"])
+    sweep = sorted(float(r.params["gap_us"]) for r in store_records(rs, "st.v4") if r.kind == "periodic"
+                   and r.params["producers"] == 132 and r.params["burst_bytes"] == 32768 and r.params["aligned"]
+                   and r.params["gap_us"] > 0)
+    assert gaps == sweep[1::3]
+    assert {r.where for r in sp.train}.isdisjoint({r.where for r in sp.heldout})
+
+
+def test_ci_from_jacobian_is_finite_and_residuals_are_kept(fitted):
+    _, fit = fitted
+    for stage in (fit.drain, fit.issue):
+        assert all(math.isfinite(lo) and math.isfinite(hi) and lo <= hi for lo, hi in stage.ci95)
+        assert len(stage.residuals) == stage.n_points
+
+
+def test_too_few_points_is_a_fit_error():
+    with pytest.raises(FitError, match="at least two"):
+        fit_drain([1e6], [3.0])

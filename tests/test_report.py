@@ -1,0 +1,71 @@
+"""``xsim report``: predicted vs measured, JSON contract, HTML, and the experiments without records."""
+
+import json
+
+import pytest
+
+from calibration.synthetic import small_plan, synthetic_records, write_jsonl
+from xsim.cli import main
+
+HEADLINE = ("drain_rate_gbps", "capacity_bytes", "t_iss0_us", "period_mape", "issue_mean_mape", "ce_ratio", "n_points")
+
+
+@pytest.fixture(scope="module")
+def calibrated(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("rep")
+    records, profile = folder / "syn.jsonl", folder / "syn.json"
+    write_jsonl(synthetic_records(plan=small_plan()), records)
+    assert main(["calibrate", str(records), "-o", str(profile), "--name", "syn"]) == 0
+    return records, profile
+
+
+def _json(capsys, *argv):
+    assert main(list(argv)) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_report_json_contract_on_synthetic_records(calibrated, capsys):
+    records, profile = calibrated
+    capsys.readouterr()
+    doc = _json(capsys, "report", "--experiment", "micro", "--records", str(records), "--platform", str(profile),
+                "--json")
+    for key in HEADLINE:
+        assert key in doc and key in doc["experiments"]["micro"]
+    micro = doc["experiments"]["micro"]
+    assert micro["n_heldout"] > 0 and micro["des_points"] > 0 and micro["des_timed_out"] == 0
+    # the DES made the synthetic records, so on held-out points it predicts them to the noise
+    des = micro["heldout_errors_percent"]["des"]
+    assert des["aligned"]["period_mape"] < 3 and des["free_running"]["issue_mean_mape"] < 5
+    assert doc["ce_ratio"] == pytest.approx(1 / 1.05, rel=0.03)
+
+
+def test_report_html_and_all_experiments(calibrated, capsys, tmp_path):
+    records, profile = calibrated
+    out = tmp_path / "report.html"
+    doc = _json(capsys, "report", "--records", str(records), "--platform", str(profile), "--no-des",
+                "-o", str(out), "--json")
+    text = out.read_text()
+    assert text.startswith("<!doctype html>") and text.count("plotly.js") >= 1 and "(c) isolated burst" in text
+    assert set(doc["experiments"]) == {"micro", "moe", "fa-a2a"}
+    assert "no moe records" in doc["experiments"]["moe"]["note"]
+    assert len(doc["png"]) == 4 or any("PNG skipped" in n for n in doc["notes"])
+
+
+@pytest.mark.parametrize("experiment", ["moe", "fa-a2a"])
+def test_report_without_records_for_the_experiment_exits_2(capsys, experiment):
+    assert main(["report", "--experiment", experiment]) == 2
+    err = capsys.readouterr().err
+    assert f"no {experiment} records" in err and err.count("\n") == 1
+
+
+def test_report_on_shipped_records_closed_form(capsys):
+    doc = _json(capsys, "report", "--experiment", "micro", "--no-des", "--json")
+    assert doc["experiments"]["micro"]["platform"] == "h200-nvlink-x2"
+    assert 300 < doc["drain_rate_gbps"] < 480 and doc["n_points"] > 100
+
+
+def test_report_bad_records_file_exits_2(tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not json\n")
+    assert main(["report", "--records", str(bad)]) == 2
+    assert "bad.jsonl:1: broken JSON line" in capsys.readouterr().err
