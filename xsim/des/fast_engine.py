@@ -39,7 +39,7 @@ import numpy as np
 from xsim.des import fluid
 from xsim.des.result import SimResult, TileTimes
 from xsim.des.simpy_engine import _check_finished
-from xsim.workload import Workload
+from xsim.workload import Workload, XStageParams
 
 
 def _jit_fluid() -> dict:
@@ -699,3 +699,12 @@ def run(workload: Workload, trace: bool = True) -> SimResult:
         traces = [(np.concatenate([[0.0], trace_t[trace_g == g]]), np.concatenate([[0.0], trace_q[trace_g == g]]))
                   for g in range(len(w.xstages))]
     return SimResult(workload=w, times=times, traces=traces, engine="fast")
+
+
+def warm_up() -> None:
+    """Compile the kernel (or load it from numba's cache) now, e.g. before forking workers."""
+    tile = np.ones(1)
+    run(Workload(offsets=np.array([0, 1]), producer_gpu=np.zeros(1, np.int64), kind=np.zeros(1, np.int64),
+                 mainloop_us=tile, epilogue_us=tile, bytes=tile, t_iss0_us=tile, release_us=tile,
+                 wait_counter=-np.ones(1, np.int64), wait_value=np.zeros(1, np.int64),
+                 signal_counter=-np.ones(1, np.int64), xstages=(XStageParams(1.0, 1.0),)), trace=False)

@@ -1,0 +1,78 @@
+"""``xsim sweep``: a scenario over a grid of parameters, in parallel, streamed to a tidy table."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from xsim.commands.common import add_json_option, add_platform_options, platform_from_args, print_json, print_table
+from xsim.des import ENGINES
+from xsim.params import ParamError
+from xsim.scenario import load_scenario
+from xsim.sweep import ROWS_CSV, ROWS_JSONL, finished_rows, parse_axis, plan, point_id, run_sweep
+
+
+def add_parser(sub):
+    p = sub.add_parser("sweep", help="run a scenario over a grid of parameters (tidy CSV/JSONL + plots)")
+    p.add_argument("scenario", help="shipped scenario name or TOML file")
+    p.add_argument("--grid", action="append", default=[], required=True, metavar="KEY=START:STOP:STEP|KEY=a,b,c",
+                   help="a swept parameter (repeat for a cross product); values take the key's unit")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a fixed parameter")
+    p.add_argument("--engine", choices=ENGINES, default="fast", help="fast (numba, default) or simpy")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N", help="worker processes")
+    p.add_argument("--out", type=Path, default=Path("sweep-out"), metavar="DIR",
+                   help=f"where {ROWS_CSV}, {ROWS_JSONL} and sweep.html go (default sweep-out)")
+    p.add_argument("--resume", action="store_true", help="keep the rows already in DIR and run only the rest")
+    p.add_argument("--no-plots", action="store_true", help="skip sweep.html")
+    add_platform_options(p)
+    add_json_option(p)
+    return p
+
+
+def _progress(total: int, done: int):
+    """A rich progress bar on stderr; returns (advance callback, stop)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
+
+    progress = Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True), transient=False)
+    task = progress.add_task("sweep", total=total, completed=done)
+    progress.start()
+    return (lambda row: progress.advance(task)), progress.stop
+
+
+def run(args) -> int:
+    if args.jobs < 1:
+        raise ParamError(f"--jobs must be >= 1, got {args.jobs}")
+    platform = platform_from_args(args)
+    scenario = load_scenario(args.scenario).with_overrides(args.set)
+    axes = [parse_axis(text, scenario.module.PARAMS) for text in args.grid]
+    fixed = {text.partition("=")[0].strip() for text in args.set}
+    both = sorted(fixed & {a.key for a in axes})
+    if both:
+        raise ParamError(f"{both[0]!r} is given both as --set and as --grid")
+    points = plan(scenario, axes)
+    previous = {r["point"] for r in finished_rows(args.out)} if args.resume else set()
+    skipped = sum(point_id(p) in previous for p in points)
+    advance, stop = _progress(len(points), skipped)
+    try:
+        count = run_sweep(scenario, platform, points, args.out, engine=args.engine, jobs=args.jobs,
+                          resume=args.resume, on_row=advance)
+    finally:
+        stop()
+    figures = []
+    if not args.no_plots:
+        from xsim.sweep_plots import write_figures
+
+        figures = write_figures(finished_rows(args.out), [a.key for a in axes], args.out)
+    document = {"scenario": scenario.name, "platform": platform.name, "engine": args.engine,
+                "axes": {a.key: list(a.values) for a in axes}, "points": len(points), "skipped": skipped,
+                "rows": count, "out": str(args.out), "files": [str(args.out / ROWS_CSV), str(args.out / ROWS_JSONL)]
+                + [str(f) for f in figures]}
+    if args.json:
+        print_json(document)
+    else:
+        print_table(f"sweep of {scenario.name} on {platform.name}", [(k, v) for k, v in document.items()])
+    sys.stderr.flush()
+    return 0
