@@ -91,26 +91,26 @@ S_START, S_GOT, S_EPILOGUE, S_ISSUED, S_DRAINED, S_PUT = range(6)
 # Entries triggered at the current time carry the largest keys so far, so a FIFO keeps them sorted
 # and merging its head with the heap's top by (time, key) gives exactly SimPy's order.
 
-@numba.njit(inline="always")
+@numba.njit(_nrt=False, inline="always")
 def _before(qt, qk, a, b):
     return qt[a] < qt[b] or (qt[a] == qt[b] and qk[a, Q_KEY] < qk[b, Q_KEY])
 
 
-@numba.njit(inline="always")
+@numba.njit(_nrt=False, inline="always")
 def _swap(qt, qk, a, b):
     qt[a], qt[b] = qt[b], qt[a]
     for c in range(4):
         qk[a, c], qk[b, c] = qk[b, c], qk[a, c]
 
 
-@numba.njit(inline="always")
+@numba.njit(_nrt=False, inline="always")
 def _put(qt, qk, ctr, j, t, prio, kind, arg, gen):
     qt[j] = t
     qk[j, Q_KEY], qk[j, Q_KIND], qk[j, Q_ARG], qk[j, Q_GEN] = prio * PRIO_SHIFT + ctr[C_EID], kind, arg, gen
     ctr[C_EID] += 1
 
 
-@numba.njit
+@numba.njit(_nrt=False)
 def _timeout(qt, qk, ctr, t, kind, arg):
     """``env.timeout``: a heap entry at time ``t``."""
     n = ctr[C_LEN]
@@ -123,7 +123,7 @@ def _timeout(qt, qk, ctr, t, kind, arg):
         n = (n - 1) // 2
 
 
-@numba.njit(inline="always")
+@numba.njit(_nrt=False, inline="always")
 def _ring_push(qt, qk, ctr, now, prio, kind, arg, gen):
     size = qt.shape[0] // 2
     if ctr[C_RING_N] == size:
@@ -133,13 +133,13 @@ def _ring_push(qt, qk, ctr, now, prio, kind, arg, gen):
     ctr[C_RING_N] += 1
 
 
-@numba.njit(inline="always")
+@numba.njit(_nrt=False, inline="always")
 def _succeed(qt, qk, ctr, now, kind, arg, gen):
     """``event.succeed()``: an entry at the current time, after every one scheduled before it."""
     _ring_push(qt, qk, ctr, now, NORMAL, kind, arg, gen)
 
 
-@numba.njit
+@numba.njit(_nrt=False)
 def _heap_pop(qt, qk, ctr):
     """Remove the heap's top; returns the slot where its fields can still be read."""
     n = ctr[C_LEN] - 1
@@ -157,7 +157,7 @@ def _heap_pop(qt, qk, ctr):
     return n
 
 
-@numba.njit(inline="always")
+@numba.njit(_nrt=False, inline="always")
 def _peek(qt, qk, ctr):
     """Slot of the first entry (heap top or ring head), or -1 if there is none."""
     if ctr[C_RING_N] == 0:
@@ -166,7 +166,7 @@ def _peek(qt, qk, ctr):
     return 0 if ctr[C_LEN] > 0 and _before(qt, qk, 0, j) else j
 
 
-@numba.njit(inline="always")
+@numba.njit(_nrt=False, inline="always")
 def _take(qt, qk, ctr, j):
     """Remove the entry ``_peek`` found; returns the slot where its fields can still be read."""
     if j == 0:
@@ -180,7 +180,7 @@ def _take(qt, qk, ctr, j):
 # Stage g's active issuers are packed in columns base..base + n of ``ihf`` (bytes left, nominal
 # rate, weight, admission) and ``ihi`` (producer, tile), as XStage packs its arrays.
 
-@numba.njit(inline="always")
+@numba.njit(_nrt=False, inline="always")
 def _active(ihf, si):
     """Stage views of the issuer columns: (left, rate, weight, phi), each of the stage's size."""
     lo, hi = si[I_BASE], si[I_BASE] + si[I_SIZE]
@@ -189,11 +189,14 @@ def _active(ihf, si):
 
 @numba.njit
 def _shares(f, si, ihf):
-    left, rate, weight, phi = _active(ihf, si)
-    _fl_shares(f[F_Q], f[F_CAP], f[F_RATE], f[F_INFLOW], rate, weight, si[I_ACTIVE], phi)
+    """XStage._shares. The one call that needs numba's runtime (fluid.shares allocates), so only
+    the kernel calls it: a function compiled without the runtime cannot reach it."""
+    lo, hi = si[I_BASE], si[I_BASE] + si[I_SIZE]
+    _fl_shares(f[F_Q], f[F_CAP], f[F_RATE], f[F_INFLOW], ihf[H_RATE, lo:hi], ihf[H_WEIGHT, lo:hi],
+               si[I_ACTIVE], ihf[H_PHI, lo:hi])
 
 
-@numba.njit
+@numba.njit(_nrt=False)
 def _stage_advance(f, si, ihf, now):
     dt = now - f[F_T_LAST]
     if dt > 0.0:
@@ -204,7 +207,7 @@ def _stage_advance(f, si, ihf, now):
     f[F_T_LAST] = now
 
 
-@numba.njit
+@numba.njit(_nrt=False)
 def _inject(f, si, ihf, ihi, tf, pf, i, p, g, now, qt, qk, ctr):
     """XStage.inject: producer p starts issuing tile i's bytes and wakes the drain process."""
     _stage_advance(f, si, ihf, now)
@@ -218,7 +221,7 @@ def _inject(f, si, ihf, ihi, tf, pf, i, p, g, now, qt, qk, ctr):
         _succeed(qt, qk, ctr, now, K_WAKE, g, si[I_GEN])
 
 
-@numba.njit
+@numba.njit(_nrt=False)
 def _finishing(f, si, ihf, ihi, now, due):
     """XStage._finishing: the producers whose issue is due now, in producer order; returns count."""
     left, rate, weight, phi = _active(ihf, si)
@@ -234,7 +237,7 @@ def _finishing(f, si, ihf, ihi, now, due):
     return n
 
 
-@numba.njit
+@numba.njit(_nrt=False)
 def _remove(si, ihf, ihi, producer):
     """XStage._remove of ``producer``'s issuer (the last one moves into its column); its tile."""
     base, last = si[I_BASE], si[I_BASE] + si[I_ACTIVE] - 1
@@ -250,7 +253,7 @@ def _remove(si, ihf, ihi, producer):
     return tile
 
 
-@numba.njit(inline="always")
+@numba.njit(_nrt=False, inline="always")
 def _mark_push(si, tf, ti, tile, value):
     tf[T_MARK, tile], ti[U_MARK_NEXT, tile] = value, -1
     if si[I_MARK_TAIL] >= 0:
@@ -260,13 +263,13 @@ def _mark_push(si, tf, ti, tile, value):
     si[I_MARK_TAIL] = tile
 
 
-@numba.njit(inline="always")
+@numba.njit(_nrt=False, inline="always")
 def _time_to_mark(f, si, tf):
     """Time until the stage's oldest drain mark is reached (XStage._time_to_drained)."""
     return _to_drained(tf[T_MARK, si[I_MARK_HEAD]], f[F_DRAINED], f[F_Q], f[F_CAP], f[F_RATE], f[F_INFLOW])
 
 
-@numba.njit
+@numba.njit(_nrt=False)
 def _settle(f, si, ihf, ihi, tf, ti, due, now, qt, qk, ctr):
     """XStage._settle: finish every issuer and drain mark that is due at this instant."""
     f[F_Q], f[F_DRAINED] = _snap(f[F_Q], f[F_DRAINED], f[F_CAP], f[F_RATE], f[F_INFLOW], now)
@@ -287,7 +290,7 @@ def _settle(f, si, ihf, ihi, tf, ti, due, now, qt, qk, ctr):
         ti[U_DRAINED, tile] = DR_SCHEDULED
 
 
-@numba.njit
+@numba.njit(_nrt=False)
 def _next_boundary(f, si, ihf, tf):
     dt = _to_boundary(f[F_Q], f[F_CAP], f[F_RATE], f[F_INFLOW])
     left, rate, weight, phi = _active(ihf, si)
@@ -300,14 +303,14 @@ def _next_boundary(f, si, ihf, tf):
     return dt
 
 
-@numba.njit
+@numba.njit(_nrt=False)
 def _drain_wake(f, si, ihf, ihi, tf, ti, due, now, qt, qk, ctr):
     """XStage.drain's loop, first half: advance and settle (the kernel then updates the shares)."""
     _stage_advance(f, si, ihf, now)
     _settle(f, si, ihf, ihi, tf, ti, due, now, qt, qk, ctr)
 
 
-@numba.njit
+@numba.njit(_nrt=False)
 def _drain_sleep(f, si, ihf, tf, now, ctr):
     """XStage.drain's loop, second half: q breakpoint (True if new), then sleep until the next
     boundary (a timer) or a wake."""
@@ -326,7 +329,7 @@ def _drain_sleep(f, si, ihf, tf, now, ctr):
     return point
 
 
-@numba.njit(inline="always")
+@numba.njit(_nrt=False, inline="always")
 def _fire_condition(si, g, now, qt, qk, ctr):
     """The drain's timeout or wake reached its (timeout | wake) condition."""
     if si[I_COND] == 1:
@@ -336,7 +339,7 @@ def _fire_condition(si, g, now, qt, qk, ctr):
 
 # ---- counters, staging slots and the finished-tile FIFO (SimPy's Container and Store) ----------
 
-@numba.njit
+@numba.njit(_nrt=False)
 def _counter_wait(pi, ci, p, c, value, now, qt, qk, ctr):
     if ci[c, CI_VALUE] >= value:
         _succeed(qt, qk, ctr, now, K_MMA, p, 0)
@@ -350,7 +353,7 @@ def _counter_wait(pi, ci, p, c, value, now, qt, qk, ctr):
     ci[c, CI_MIN_WAIT] = min(ci[c, CI_MIN_WAIT], value)
 
 
-@numba.njit
+@numba.njit(_nrt=False)
 def _counter_signal(pi, ci, c, now, qt, qk, ctr):
     """Counters.signal: wake, in waiting order, every mainloop whose threshold is now met."""
     ci[c, CI_VALUE] += 1
@@ -373,7 +376,7 @@ def _counter_signal(pi, ci, c, now, qt, qk, ctr):
     ci[c, CI_MIN_WAIT] = lowest
 
 
-@numba.njit(inline="always")
+@numba.njit(_nrt=False, inline="always")
 def _slot_get(pi, p, now, qt, qk, ctr):
     """Container.get(1): served at once if a slot is free, else when a put is processed."""
     if pi[p, P_LEVEL] >= 1:
@@ -383,7 +386,7 @@ def _slot_get(pi, p, now, qt, qk, ctr):
         pi[p, P_MMA_GETTING] = 1
 
 
-@numba.njit(inline="always")
+@numba.njit(_nrt=False, inline="always")
 def _fifo_get(pi, p, now, qt, qk, ctr):
     """Store.get(): the oldest finished tile, at once if there is one, else when a put is processed."""
     if pi[p, P_FIFO_HEAD] < pi[p, P_FIFO_TAIL]:
@@ -397,7 +400,7 @@ def _fifo_get(pi, p, now, qt, qk, ctr):
 
 # ---- the two roles of a producer (mirror simpy_engine.run's mma and issuer) --------------------
 
-@numba.njit
+@numba.njit(_nrt=False)
 def _mma_run(pi, pf, ci, tf, ti, p, now, qt, qk, ctr):
     """Resume producer p's compute role until it waits on an event."""
     while True:
@@ -438,7 +441,7 @@ def _mma_run(pi, pf, ci, tf, ti, p, now, qt, qk, ctr):
             pi[p, P_MMA_PC], pi[p, P_MMA_TILE] = M_START, i + 1
 
 
-@numba.njit
+@numba.njit(_nrt=False)
 def _issuer_run(pi, pf, ci, sf, si, ihf, ihi, tf, ti, coupled, p, now, qt, qk, ctr):
     """Resume producer p's epilogue role until it waits on an event; returns the stage it injected
     into (whose admission shares are then stale), or -1."""
@@ -493,7 +496,7 @@ def _issuer_run(pi, pf, ci, sf, si, ihf, ihi, tf, ti, coupled, p, now, qt, qk, c
             pi[p, P_ISS_DONE] += 1
 
 
-@numba.njit
+@numba.njit(_nrt=False)
 def _on_drained(pi, ci, ti, tf, tile, when, qt, qk, ctr):
     """run's on_drained: record the tile's drain end; signal if it signals on drain."""
     tf[T_DRAIN_END, tile] = when
@@ -501,7 +504,7 @@ def _on_drained(pi, ci, ti, tf, tile, when, qt, qk, ctr):
         _counter_signal(pi, ci, ti[U_SIGNAL, tile], when, qt, qk, ctr)
 
 
-@numba.njit(inline="always")
+@numba.njit(_nrt=False, inline="always")
 def _add_callback(ti, event, tile):
     """``drained.callbacks.append(lambda: on_drained(tile))``."""
     if ti[U_CB_HEAD, event] < 0:
@@ -511,7 +514,7 @@ def _add_callback(ti, event, tile):
     ti[U_CB_TAIL, event] = tile
 
 
-@numba.njit
+@numba.njit(_nrt=False)
 def _drained_processed(pi, ci, ti, tf, event, now, qt, qk, ctr):
     """A drained event is processed: its on_drained callbacks run in the order they were added."""
     ti[U_DRAINED, event] = DR_PROCESSED
@@ -523,7 +526,7 @@ def _drained_processed(pi, ci, ti, tf, event, now, qt, qk, ctr):
 
 # ---- the loop ------------------------------------------------------------------------------------
 
-@numba.njit
+@numba.njit(_nrt=False)
 def _process(kind, arg, gen, now, pi, pf, ci, sf, si, ihf, ihi, tf, ti, due, coupled, qt, qk, ctr):
     """Run one entry's callbacks. Returns g >= 0 if stage g's drain woke (advanced and settled),
     -2 - g if an issuer injected into stage g, else -1: in both cases the kernel then updates
@@ -559,7 +562,7 @@ def _process(kind, arg, gen, now, pi, pf, ci, sf, si, ihf, ihi, tf, ti, due, cou
     return -1
 
 
-@numba.njit(inline="always")
+@numba.njit(_nrt=False, inline="always")
 def _next_timer(sf, si):
     best = -1
     for g in range(sf.shape[0]):
@@ -570,7 +573,7 @@ def _next_timer(sf, si):
     return best
 
 
-@numba.njit(inline="always")
+@numba.njit(_nrt=False, inline="always")
 def _timer_first(sf, si, g, qt, qk, j):
     """Stage g's drain timer precedes the queue's first entry (slot j, -1 if none)."""
     if g < 0:
