@@ -72,6 +72,9 @@ class FitResult:
 
 
 def _t0(theta, p: Points) -> np.ndarray:
+    theta = list(theta)
+    if len(theta) == 4:  # two-rate form without the aggregate ceiling
+        theta = [theta[0], theta[1], 0.0, theta[2], theta[3]]
     return stages.issue0_us(theta, p.producers, p.burst_bytes)
 
 

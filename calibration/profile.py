@@ -87,8 +87,22 @@ def _headline(platform: Platform, fit: FitResult) -> dict:
     }
 
 
-def build_profile(fit: FitResult, rs: RecordSet, name: str, description: str = "") -> Platform:
-    """The fitted platform; its provenance says how, from what, and how well it predicts."""
+def _arbitration(weights) -> dict | None:
+    if weights is None:
+        return None
+    lo, med, hi = weights.issue_spread_us
+    return {"trace": weights.trace, "sha256": weights.sha256, "n_producers": len(weights.weights),
+            "per_producer_mean_issue_us": {"min": lo, "median": med, "max": hi},
+            "run_correlation": weights.run_correlation,
+            "method": "weight_p = mean over producers of mean issue / producer p's mean issue, normalised to mean 1 "
+                      "(calibration/arbitration.py)"}
+
+
+def build_profile(fit: FitResult, rs: RecordSet, name: str, description: str = "", weights=None) -> Platform:
+    """The fitted platform; its provenance says how, from what, and how well it predicts.
+
+    ``weights``: per-producer arbitration weights (:mod:`calibration.arbitration`) or None (fair).
+    """
     base = Platform(name=name, drain_rate_gbps=rounded(fit.drain_rate_gbps), issue=fit.issue_model,
                     capacity=fit.capacity_model, sms=int(rs.platform.get("sms", 132)),
                     gpus=int(rs.platform.get("gpu_count", 2)), status="measured",
@@ -112,6 +126,7 @@ def build_profile(fit: FitResult, rs: RecordSet, name: str, description: str = "
             "grid_barrier": stage_summary(fit.grid_barrier),
         },
         "headline": _headline(base, fit),
+        "arbitration": _arbitration(weights),
         "mechanisms_drain_rate_gbps": dict(sorted(fit.mechanism_drain_gbps.items())),
         "baselines_gbps": dict(sorted(fit.baseline_gbps.items())),
         "heldout": {"split": fit.split.describe(), "n_train": len(fit.split.train),
@@ -130,4 +145,5 @@ def build_profile(fit: FitResult, rs: RecordSet, name: str, description: str = "
                     capacity=type(fit.capacity_model)(**rounded(vars(fit.capacity_model))),
                     sms=base.sms, gpus=base.gpus, status="measured", description=text,
                     burst_overhead_us=base.burst_overhead_us, grid_barrier_us=base.grid_barrier_us,
+                    producer_weights=None if weights is None else weights.weights,
                     provenance=rounded(provenance))

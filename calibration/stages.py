@@ -30,6 +30,7 @@ DRAIN_LIMITED_MARGIN = 1.25
 RECOVERED_GAP_MARGIN = 1.10
 CAPACITY_MARGIN = 0.90
 KIB = 1024.0
+TWO_RATE_GAIN = 0.8   # the two-rate T_iss0 form is kept only if it cuts the rms residual by 20 %
 
 
 class FitError(ValueError):
@@ -67,9 +68,16 @@ def period_residuals(theta, volume_bytes, period_us):
 
 
 def issue0_us(theta, producers, burst_bytes):
-    """theta = [t_fixed_us, us_per_kib_producer, us_per_kib_aggregate]: the IssueModel form."""
-    t_fixed, u_producer, u_aggregate = theta
-    return t_fixed + burst_bytes / KIB * np.maximum(u_producer, producers * u_aggregate)
+    """The IssueModel form. theta = [t_fixed_us, us_per_kib_producer, us_per_kib_aggregate]
+    (one rate), or those plus [fast_kib, us_per_kib_fast] (the first fast_kib of a burst faster)."""
+    t_fixed, u_producer, u_aggregate = theta[:3]
+    slow = np.maximum(u_producer, producers * u_aggregate)
+    kib = burst_bytes / KIB
+    if len(theta) == 3:
+        return t_fixed + kib * slow
+    fast_kib, u_fast = theta[3], theta[4]
+    fast = np.minimum(kib, fast_kib)
+    return t_fixed + fast * u_fast + (kib - fast) * slow
 
 
 def issue_residuals(theta, producers, burst_bytes, issue_us):
@@ -140,8 +148,34 @@ def fit_issue(producers, burst_bytes, issue_us) -> StageFit:
     else:
         u_producer, u_aggregate = float(np.median(issue_us / (burst_bytes / KIB))), 1e-9
     t_fixed = max(float(np.min(issue_us)) * 0.1, 0.0)
-    return _stage(issue_residuals, [t_fixed, u_producer, u_aggregate], (producers, burst_bytes, issue_us),
-                  ("t_fixed_us", "us_per_kib_producer", "us_per_kib_aggregate"), [0, 0, 0], [1e3, 1e3, 1e3])
+    args = (producers, burst_bytes, issue_us)
+    one = _stage(issue_residuals, [t_fixed, u_producer, u_aggregate], args,
+                 ("t_fixed_us", "us_per_kib_producer", "us_per_kib_aggregate"), [0, 0, 0], [1e3, 1e3, 1e3])
+    two = _two_rate(one, args)
+    return two if two is not None and two.rms_residual < TWO_RATE_GAIN * one.rms_residual else one
+
+
+def two_rate_residuals(theta, producers, burst_bytes, issue_us):
+    """theta = [t_fixed_us, us_per_kib_producer, fast_kib, us_per_kib_fast]; no aggregate ceiling
+    (on H200 remote and local issue agree across K, docs/calibration.md)."""
+    full = [theta[0], theta[1], 0.0, theta[2], theta[3]]
+    return issue0_us(full, producers, burst_bytes) / issue_us - 1.0
+
+
+def _two_rate(one: StageFit, args) -> StageFit | None:
+    """The two-rate form, started from each measured B as the fast-part size; the best one."""
+    producers, burst_bytes, issue_us = args
+    names = ("t_fixed_us", "us_per_kib_producer", "fast_kib", "us_per_kib_fast")
+    best = None
+    kibs = np.unique(burst_bytes / KIB)
+    if kibs.size < 4:
+        return None
+    for fast_kib in kibs[1:-1]:
+        x0 = [one.values[0], max(one.values[1], 1e-6), float(fast_kib), max(one.values[1], 1e-6) * 0.5]
+        fit = _stage(two_rate_residuals, x0, args, names, [0, 0, 0, 0], [1e3, 1e3, 1e4, 1e3])
+        if best is None or fit.rms_residual < best.rms_residual:
+            best = fit
+    return best
 
 
 def fit_knee(t_iss0_us, volume_bytes, drain_rate_gbps, issue_us) -> StageFit:
@@ -161,7 +195,12 @@ def fit_capacity(producers, capacity_bytes) -> StageFit:
 # ---- turning stage values into the platform's models ---------------------------------------
 def issue_model(fit: StageFit, producers_seen) -> IssueModel:
     """IssueModel from the T_iss0 stage; a branch that binds at no K seen is left out (None)."""
-    t_fixed, u_p, u_a = fit.values
+    if len(fit.values) == 4:  # two-rate form: [t_fixed, u_producer, fast_kib, u_fast]
+        t_fixed, u_p, fast_kib, u_fast = fit.values
+        to_gbps = lambda u: KIB / (u * 1e3)  # noqa: E731  us per KiB -> GB/s
+        return IssueModel(t_fixed_us=t_fixed, producer_issue_gbps=to_gbps(u_p), fast_bytes=fast_kib * KIB,
+                          fast_issue_gbps=to_gbps(u_fast))
+    t_fixed, u_p, u_a = fit.values[:3]
     ks = np.asarray(sorted(producers_seen), float)
     producer_binds = np.any(u_p >= ks * u_a) and u_p > 0
     aggregate_binds = np.any(ks * u_a > u_p) and u_a > 0

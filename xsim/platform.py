@@ -35,20 +35,30 @@ def _positive(name: str, value: float | None, allow_none: bool = False) -> None:
 class IssueModel:
     """Backpressure-free burst issue time T_iss0(K, B).
 
-    ``T_iss0 = t_fixed_us + B * max(1 / producer_issue_gbps, K / aggregate_issue_gbps)``:
-    a fixed per-burst cost, then each producer's bytes at its own store-issue rate unless the
-    K producers together hit an aggregate injection ceiling. ``None`` rates are unlimited.
+    ``T_iss0 = t_fixed_us + min(B, fast_bytes) / fast_issue_gbps
+               + [B - fast_bytes]+ * max(1 / producer_issue_gbps, K / aggregate_issue_gbps)``:
+    a fixed per-burst cost; optionally, the first ``fast_bytes`` of each producer's burst at a
+    faster rate (the SM's store buffer absorbing them: measured on H200, docs/calibration.md);
+    then the rest at the producer's own store-issue rate unless the K producers together hit an
+    aggregate injection ceiling. ``None`` rates are unlimited; without ``fast_bytes`` the model
+    is the one-rate form ``t_fixed_us + B * max(1/producer, K/aggregate)``.
     """
 
     t_fixed_us: float = 0.0
     producer_issue_gbps: float | None = None
     aggregate_issue_gbps: float | None = None
+    fast_bytes: float | None = None
+    fast_issue_gbps: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.t_fixed_us, (int, float)) or not self.t_fixed_us >= 0:
             raise ProfileError(f'"t_fixed_us" must be >= 0, got {self.t_fixed_us!r}')
         _positive("producer_issue_gbps", self.producer_issue_gbps, allow_none=True)
         _positive("aggregate_issue_gbps", self.aggregate_issue_gbps, allow_none=True)
+        _positive("fast_bytes", self.fast_bytes, allow_none=True)
+        _positive("fast_issue_gbps", self.fast_issue_gbps, allow_none=True)
+        if (self.fast_bytes is None) != (self.fast_issue_gbps is None):
+            raise ProfileError('"fast_bytes" and "fast_issue_gbps" must be given together')
 
     def t_iss0_us(self, producers: int, burst_bytes: float) -> float:
         """Backpressure-free issue time of a burst of ``producers`` x ``burst_bytes``."""
@@ -57,7 +67,11 @@ class IssueModel:
             us_per_byte = 1.0 / gbps_to_bytes_per_us(self.producer_issue_gbps)
         if self.aggregate_issue_gbps is not None:
             us_per_byte = max(us_per_byte, producers / gbps_to_bytes_per_us(self.aggregate_issue_gbps))
-        return self.t_fixed_us + burst_bytes * us_per_byte
+        if self.fast_bytes is None:
+            return self.t_fixed_us + burst_bytes * us_per_byte
+        fast = min(burst_bytes, self.fast_bytes)
+        return (self.t_fixed_us + fast / gbps_to_bytes_per_us(self.fast_issue_gbps)
+                + (burst_bytes - fast) * us_per_byte)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,9 @@ def add_parser(sub):
     p.add_argument("--name", default=None, help="profile name (default: the output file's stem)")
     p.add_argument("--mechanism", default=None, help="store mechanism to fit (default st.v4 if present)")
     p.add_argument("--statistic", default="mean", choices=("mean", "median"), help="statistic fitted (default mean)")
+    p.add_argument("--traces", metavar="DIR", default=None,
+                   help="per-burst traces for the arbitration weights (default: traces/ beside the first records file)")
+    p.add_argument("--fair", action="store_true", help="no arbitration weights (every producer served equally)")
     add_json_option(p)
     return p
 
@@ -33,6 +36,8 @@ def _rows(profile) -> list[tuple[str, object]]:
         lo, hi = knee["ci95_bytes"]
         rows.append((f"Q(K={k}) knee, MiB", f'{knee["capacity_bytes"] / 2**20:.4g}  [{lo / 2**20:.4g}, {hi / 2**20:.4g}]'))
     head = pv["headline"]
+    arb = pv.get("arbitration")
+    rows.append(("arbitration weights", f'{arb["n_producers"]} from {arb["trace"]}' if arb else "none (fair)"))
     rows += [("T_iss0(132, 32KB) us", head["t_iss0_us_at_k132_b32kib"]),
              ("Q(132) MiB", head["capacity_bytes_at_k132"] / 2**20), ("ce_ratio", head["ce_ratio"])]
     for model, errors in pv["heldout"]["errors_percent"].items():
@@ -41,6 +46,22 @@ def _rows(profile) -> list[tuple[str, object]]:
             rows.append((f"held-out {model} {mode}", f'period MAPE {e["period_mape"]:.3g}%, mean issue MAPE '
                                                     f'{e["issue_mean_mape"]:.3g}%'))
     return rows
+
+
+def _weights(args, mechanism: str):
+    """Arbitration weights from the backpressured isolated trace, when one is there."""
+    from calibration.arbitration import choose_trace, weights_from_trace
+    from calibration.records import RecordError
+
+    if args.fair:
+        return None
+    folder = Path(args.traces) if args.traces else Path(args.records[0]).parent / "traces"
+    if not folder.is_dir():
+        if args.traces:
+            raise RecordError(f"traces folder {args.traces} does not exist")
+        return None
+    trace = choose_trace(folder, mechanism)
+    return weights_from_trace(trace) if trace is not None else None
 
 
 def run(args) -> int:
@@ -54,7 +75,7 @@ def run(args) -> int:
         fit = fit_records(rs, args.mechanism, args.statistic)
     except FitError as exc:
         raise RecordError(f"cannot fit {', '.join(Path(r).name for r in args.records)}: {exc}") from None
-    profile = build_profile(fit, rs, args.name or Path(args.output).stem)
+    profile = build_profile(fit, rs, args.name or Path(args.output).stem, weights=_weights(args, fit.mechanism))
     try:
         save_profile(profile, args.output)
     except OSError as exc:

@@ -1,0 +1,69 @@
+"""Per-producer arbitration weights from a per-burst trace of a backpressured aligned burst.
+
+When the X-Stage is full, SMs are not served equally, and the order is repeatable
+(docs/hardware.md: per-producer times correlate 0.97 between runs). The DES shares the
+drain by ``Platform.producer_weights`` (weighted water-filling); we estimate them from the
+trace of an aligned, capacity-limited isolated burst at the largest K: producer p's weight
+is the mean issue time over all producers divided by p's own mean issue time (normalised to
+mean 1), over every timed burst of every run. The trace is data shipped beside the records
+(``calibration/records/traces/*.npz``: ``start_us``/``end_us`` [runs, producers, bursts]).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from calibration.records import RecordError
+
+
+@dataclass(frozen=True)
+class Weights:
+    weights: tuple[float, ...]
+    trace: str            # file name
+    sha256: str
+    issue_spread_us: tuple[float, float, float]  # per-producer mean issue: min, median, max
+    run_correlation: float  # of per-producer mean issue between the first two runs
+
+
+def _meta(path: Path) -> dict:
+    with np.load(path) as data:
+        return json.loads(str(data["meta"]))
+
+
+def choose_trace(folder: Path, mechanism: str) -> Path | None:
+    """The isolated, aligned, remote trace of ``mechanism`` with the most producers, then the largest B."""
+    best, key = None, None
+    for path in sorted(folder.glob("*.npz")):
+        try:
+            m = _meta(path)
+        except Exception:  # noqa: BLE001  not a trace of ours
+            continue
+        if (m.get("kind"), m.get("mechanism"), m.get("aligned"), m.get("target")) != ("isolated", mechanism, True, "remote"):
+            continue
+        k = (int(m["producers"]), int(m["burst_bytes"]), path.name)
+        if key is None or k > key:
+            best, key = path, k
+    return best
+
+
+def weights_from_trace(path: Path) -> Weights:
+    raw = path.read_bytes()
+    try:
+        with np.load(path) as data:
+            meta = json.loads(str(data["meta"]))
+            issue = (data["end_us"] - data["start_us"]).astype(float)[:, :, int(meta["warmup_bursts"]):]
+    except (OSError, KeyError, ValueError) as exc:
+        raise RecordError(f"trace {path.name}: cannot read it ({exc})") from None
+    per_producer = issue.mean(axis=(0, 2))
+    if not np.all(per_producer > 0):
+        raise RecordError(f"trace {path.name}: a producer has no positive issue time")
+    w = per_producer.mean() / per_producer
+    w = w / w.mean()
+    corr = float(np.corrcoef(issue[0].mean(1), issue[1].mean(1))[0, 1]) if issue.shape[0] > 1 else float("nan")
+    spread = (float(per_producer.min()), float(np.median(per_producer)), float(per_producer.max()))
+    return Weights(tuple(float(f"{x:.4g}") for x in w), path.name, hashlib.sha256(raw).hexdigest(), spread, corr)
