@@ -97,6 +97,11 @@ def capacity_residuals(theta, producers, capacity_bytes):
     return model / capacity_bytes - 1.0
 
 
+def affine_capacity_residuals(theta, producers, capacity_bytes):
+    """theta = [shared_mib, q_per_producer_kib]: Q(K) = Q_shared + K q_producer."""
+    return (theta[0] * 2**20 + producers * theta[1] * KIB) / capacity_bytes - 1.0
+
+
 def constant_residuals(theta, values_us):
     """theta = [c in us]; absolute residual of a constant (a per-burst producer-side cost)."""
     return theta[0] - values_us
@@ -210,13 +215,26 @@ def issue_model(fit: StageFit, producers_seen) -> IssueModel:
                       aggregate_issue_gbps=to_gbps(u_a) if aggregate_binds else None)
 
 
+def fit_capacity_affine(producers, capacity_bytes) -> StageFit:
+    slope = float(np.polyfit(producers, capacity_bytes, 1)[0]) if np.unique(producers).size > 1 else 0.0
+    q_per = max(slope, 1.0) / KIB
+    shared = max(float(np.min(capacity_bytes - producers * q_per * KIB)), 0.0) / 2**20
+    return _stage(affine_capacity_residuals, [shared, q_per], (producers, capacity_bytes),
+                  ("shared_mib", "per_producer_kib"), [0.0, 1e-6], [1e6, 1e6])
+
+
 def capacity_model(q_by_k: dict[int, float]) -> tuple[CapacityModel, StageFit | None]:
-    """CapacityModel from per-K knees: a single K gives a constant; else min(K q, Q_max)."""
+    """CapacityModel from per-K knees: a single K gives a constant; else the better (lower rms
+    residual over the knees) of min(K q, Q_max) and the affine Q_shared + K q."""
     ks = np.asarray(sorted(q_by_k), float)
     qs = np.asarray([q_by_k[int(k)] for k in ks])
     if ks.size < 2:
         return CapacityModel(max_bytes=float(qs[0])), None
     fit = fit_capacity(ks, qs)
+    affine = fit_capacity_affine(ks, qs)
+    if affine.rms_residual < fit.rms_residual:
+        shared, q_per = affine.value("shared_mib") * 2**20, affine.value("per_producer_kib") * KIB
+        return CapacityModel(per_producer_bytes=q_per, shared_bytes=shared if shared > 0 else None), affine
     q_per, q_max = fit.value("per_producer_kib") * KIB, fit.value("max_mib") * 2**20
     per_binds, max_binds = np.any(ks * q_per < q_max), np.any(ks * q_per >= q_max)
     return CapacityModel(max_bytes=q_max if max_binds else None,

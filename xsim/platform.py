@@ -76,24 +76,33 @@ class IssueModel:
 
 @dataclass(frozen=True)
 class CapacityModel:
-    """Effective outstanding capacity Q(K) = min(K * per_producer_bytes, max_bytes).
+    """Effective outstanding capacity Q(K) = min(shared_bytes + K * per_producer_bytes, max_bytes).
 
-    Either bound may be ``None`` (absent); at least one must be given.
+    Either bound may be ``None`` (absent); at least one must be given. ``shared_bytes`` (default
+    0) is a part of the capacity that does not scale with the producers (measured on H200:
+    Q(K) is affine in K, docs/calibration.md); it needs ``per_producer_bytes``.
     """
 
     max_bytes: float | None = None
     per_producer_bytes: float | None = None
+    shared_bytes: float | None = None
 
     def __post_init__(self) -> None:
         if self.max_bytes is None and self.per_producer_bytes is None:
             raise ProfileError('capacity needs "max_bytes" or "per_producer_bytes"')
         _positive("max_bytes", self.max_bytes, allow_none=True)
         _positive("per_producer_bytes", self.per_producer_bytes, allow_none=True)
+        if self.shared_bytes is not None:
+            if self.per_producer_bytes is None:
+                raise ProfileError('"shared_bytes" needs "per_producer_bytes"')
+            if not isinstance(self.shared_bytes, (int, float)) or not math.isfinite(self.shared_bytes) \
+                    or self.shared_bytes < 0:
+                raise ProfileError(f'"shared_bytes" must be a finite number >= 0, got {self.shared_bytes!r}')
 
     def capacity_bytes(self, producers: int) -> float:
         bounds = [b for b in (self.max_bytes,) if b is not None]
         if self.per_producer_bytes is not None:
-            bounds.append(producers * self.per_producer_bytes)
+            bounds.append((self.shared_bytes or 0.0) + producers * self.per_producer_bytes)
         return min(bounds)
 
 

@@ -36,10 +36,11 @@ def _note(experiment: str) -> str:
 
 
 def _micro_html(rep, output: Path) -> tuple[list[str], str | None]:
-    from xsim.report import html
+    from xsim.report import html, micro_traces
     from xsim.report.micro_figures import figures
 
     figs = figures(rep)
+    figs.update(micro_traces.figures(rep.platform))
     s = rep.summary
     rows = [[r.kind, r.producers, r.burst_bytes // 1024, r.gap_us, "al" if r.aligned else "fr",
              "held-out" if r.heldout else "train", r.measured["issue_mean"], r.measured["issue_median"],
