@@ -36,7 +36,7 @@ def _is_store(r: Record) -> bool:
 def choose_mechanism(rs: RecordSet, requested: str | None) -> str:
     found = mechanisms(rs)
     if not found:
-        raise RecordError("no remote periodic or isolated micro records to fit")
+        raise RecordError("no remote periodic or isolated micro records (pair pattern, with in-kernel issue times)")
     if requested is not None:
         if requested not in found:
             raise RecordError(f"no records for mechanism {requested!r}; found: {', '.join(found)}")
