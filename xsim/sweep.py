@@ -195,7 +195,7 @@ def _results(points: list[dict], jobs: int, init_args: tuple) -> Iterator[dict]:
 
     chunk = max(1, min(16, len(points) // (4 * jobs)))
     with multiprocessing.get_context("fork").Pool(jobs, init_worker, init_args) as pool:
-        yield from pool.imap_unordered(run_point, points, chunksize=chunk)
+        yield from pool.imap(run_point, points, chunksize=chunk)  # in plan order, streamed
 
 
 def run_sweep(scenario: Scenario, platform: Platform, points: list[dict], out_dir: Path, engine: str = "fast",
