@@ -188,12 +188,12 @@ def _active(ihf, si):
 
 
 @numba.njit
-def _shares(f, si, ihf):
+def _shares(sf, si_all, g, ihf):
     """XStage._shares. The one call that needs numba's runtime (fluid.shares allocates), so only
     the kernel calls it: a function compiled without the runtime cannot reach it."""
-    lo, hi = si[I_BASE], si[I_BASE] + si[I_SIZE]
-    _fl_shares(f[F_Q], f[F_CAP], f[F_RATE], f[F_INFLOW], ihf[H_RATE, lo:hi], ihf[H_WEIGHT, lo:hi],
-               si[I_ACTIVE], ihf[H_PHI, lo:hi])
+    lo, hi = si_all[g, I_BASE], si_all[g, I_BASE] + si_all[g, I_SIZE]
+    _fl_shares(sf[g, F_Q], sf[g, F_CAP], sf[g, F_RATE], sf[g, F_INFLOW], ihf[H_RATE, lo:hi],
+               ihf[H_WEIGHT, lo:hi], si_all[g, I_ACTIVE], ihf[H_PHI, lo:hi])
 
 
 @numba.njit(_nrt=False)
@@ -562,6 +562,16 @@ def _process(kind, arg, gen, now, pi, pf, ci, sf, si, ihf, ihi, tf, ti, due, cou
     return -1
 
 
+@numba.njit(_nrt=False)
+def _fire_condition_of(si, g, now, qt, qk, ctr):
+    _fire_condition(si[g], g, now, qt, qk, ctr)
+
+
+@numba.njit(_nrt=False)
+def _drain_sleep_of(sf, si, g, ihf, tf, now, ctr):
+    return _drain_sleep(sf[g], si[g], ihf, tf, now, ctr)
+
+
 @numba.njit(_nrt=False, inline="always")
 def _next_timer(sf, si):
     best = -1
@@ -596,7 +606,7 @@ def _kernel(pi, pf, ci, sf, si, ihf, ihi, tf, ti, due, coupled, qt, qk, ctr, tra
         if _timer_first(sf, si, g, qt, qk, j):
             now = sf[g, F_TIMER]
             sf[g, F_TIMER] = INF
-            _fire_condition(si[g], g, now, qt, qk, ctr)
+            _fire_condition_of(si, g, now, qt, qk, ctr)
             continue
         if j < 0:
             break
@@ -606,8 +616,8 @@ def _kernel(pi, pf, ci, sf, si, ihf, ihi, tf, ti, due, coupled, qt, qk, ctr, tra
                      pi, pf, ci, sf, si, ihf, ihi, tf, ti, due, coupled, qt, qk, ctr)
         g = r if r >= 0 else -2 - r
         if g >= 0:
-            _shares(sf[g], si[g], ihf)
-        if r >= 0 and _drain_sleep(sf[r], si[r], ihf, tf, now, ctr):
+            _shares(sf, si, g, ihf)
+        if r >= 0 and _drain_sleep_of(sf, si, r, ihf, tf, now, ctr):
             trace_t[n], trace_q[n], trace_g[n] = now, sf[r, F_Q], r
             n += 1
     return n
