@@ -12,8 +12,10 @@ platform's per-burst loop bookkeeping ``burst_overhead_us``, no bytes).
   and not before its burst's stores have drained: on the hardware the barrier's atomic waits
   behind the stores still in the SM's memory path (docs/hardware.md), so an aligned burst
   always meets an empty X-Stage. Burst j + 1 starts once all K producers have arrived
-  (counter j reaches K) and the barrier's latency (``grid_barrier_us``) has passed. With
-  ``barrier_waits_drain = false`` a producer arrives at its gap's end.
+  (counter j reaches K). The barrier's own latency (``grid_barrier_us``) runs after the gap
+  and overlaps the drain's tail (the hardware's aligned zero-gap period is V/R, not
+  V/R + latency): a producer arrives at the later of gap end + latency and its drain end.
+  With ``barrier_waits_drain = false`` it arrives at gap end + latency.
 - Producers share the drain by the platform's arbitration weights when the X-Stage is full;
   unequal weights make free-running producers drift out of phase, as on the hardware.
 """
@@ -61,8 +63,8 @@ def build(params: dict, platform: Platform) -> Workload:
         producer_gpu=np.zeros(k, dtype=np.int64),
         kind=np.where(is_burst, 0, 1).astype(np.int64),
         kind_names=("burst", "gap"),
-        mainloop_us=np.where(is_burst, platform.grid_barrier_us if aligned else 0.0,
-                             params["gap_us"] + platform.burst_overhead_us),
+        mainloop_us=np.where(is_burst, 0.0, params["gap_us"] + platform.burst_overhead_us
+                             + (platform.grid_barrier_us if aligned else 0.0)),
         epilogue_us=np.zeros(2 * k * n),
         bytes=np.where(is_burst, b, 0.0),
         t_iss0_us=np.full(2 * k * n, platform.t_iss0_us(k, b)),
