@@ -145,6 +145,14 @@ def test_resume_of_a_finished_sweep_runs_nothing(capsys, tmp_path):
     assert code == 0 and json.loads(out.out)["skipped"] == 2 and json.loads(out.out)["rows"] == 2
 
 
+def test_an_existing_sweep_is_not_overwritten(capsys, tmp_path):
+    assert sweep(capsys, tmp_path, "--grid", "gap_us=1", "--jobs", "1")[0] == 0
+    before = (tmp_path / "rows.jsonl").read_text()
+    code, out = sweep(capsys, tmp_path, "--grid", "gap_us=2")
+    assert code == 2 and "--resume" in out.err
+    assert (tmp_path / "rows.jsonl").read_text() == before
+
+
 def test_parse_axis_rejects_repeated_keys():
     with pytest.raises(ParamError, match="twice"):
         plan(load_scenario("periodic"), [parse_axis("gap_us=1", DECLARED), parse_axis("gap_us=2", DECLARED)])

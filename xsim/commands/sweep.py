@@ -53,6 +53,9 @@ def run(args) -> int:
     if both:
         raise ParamError(f"{both[0]!r} is given both as --set and as --grid")
     points = plan(scenario, axes)
+    if not args.resume and (args.out / ROWS_JSONL).exists():
+        raise ParamError(f"{args.out} already holds a sweep ({ROWS_JSONL}); pass --resume to continue it "
+                         "or choose another --out")
     previous = {r["point"] for r in finished_rows(args.out)} if args.resume else set()
     skipped = sum(point_id(p) in previous for p in points)
     advance, stop = _progress(len(points), skipped)
