@@ -681,7 +681,7 @@ def _arrays(w: Workload) -> tuple:
     ci[:, CI_MIN_WAIT] = INT_MAX
     ihf = np.zeros((4, w.n_producers))
     ihf[H_PHI] = 1.0
-    queue = 4 * w.n_producers + 4 * len(w.xstages) + 64  # each process waits on at most two entries
+    queue = 8 * w.n_producers + 8 * len(w.xstages) + 1024  # live entries: a few per process, with room
     return (pi, pf, ci, sf, si, ihf, np.zeros((2, w.n_producers), np.int64), tf, ti,
             np.zeros(w.n_producers, np.int64), w.coupling == "completion-coupled",
             np.zeros(2 * queue), np.zeros((2 * queue, 4), np.int64), np.zeros(4, np.int64))
