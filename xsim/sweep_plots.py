@@ -11,6 +11,7 @@ import numpy as np
 
 # (row key, title) of the panels; a key missing from the rows is left out
 PANELS = (
+    ("pred_delta_t_issue_us", "predicted issue overhead ΔT_iss (µs), eq. 4"),
     ("pred_issue_us", "predicted issue time T_iss (µs), eq. 3"),
     ("issue_us_mean", "simulated issue time, mean (µs)"),
     ("period_us_mean", "simulated period, mean (µs)"),
