@@ -56,15 +56,19 @@ def test_completion_coupled_frees_the_slot_at_drain_end():
 
 
 def test_weighted_arbitration_under_backpressure():
-    # Two issuers of 1000 B at 1000 B/us into R = 1000 B/us, Q = 500 B; weights 3 : 1. Full at
-    # t = 0.5; then producer 0 is admitted at 750 B/us and producer 1 at 250 B/us, so producer 0
-    # ends at 0.5 + 500/750 and producer 1 takes the whole drain after that and ends at 1.5.
+    # Two issuers of 1000 B at 1000 B/us; R = 1000 B/us shared 3 : 1; each owns Q/2 = 250 B.
+    # Both have bytes outstanding from t = 0+, so producer 0 drains at 750 and producer 1 at
+    # 250 B/us. Producer 1's share fills at t = 1/3 (750 B/us net), after which it injects only
+    # as fast as it drains (250 B/us). Producer 0 issues its 1000 B by t = 1.0 (its share fills
+    # just then) and drains its 250 B by t = 4/3; producer 1 then gets the whole R and issues its
+    # last 416.7 B at 1000 B/us: issue ends at 1.75, later than a fair share would give (1.5).
     w = workload([[{"bytes": 1000.0, "t0": 1.0}], [{"bytes": 1000.0, "t0": 1.0}]], weights=[3.0, 1.0])
-    t = simulate(w).times
-    assert t.issue_end[0] == pytest.approx(0.5 + 500 / 750)
-    assert t.issue_end[1] == pytest.approx(1.5)  # work-conserving: the last one ends as if fair
+    r = simulate(w)
+    assert r.times.issue_end.tolist() == pytest.approx([1.0, 1.75])
+    assert r.times.drain_end.tolist() == pytest.approx([4 / 3, 2.0])
     fair = simulate(workload([[{"bytes": 1000.0, "t0": 1.0}]] * 2)).times
     assert fair.issue_end.tolist() == pytest.approx([1.5, 1.5])
+    assert fair.drain_end.tolist() == pytest.approx([2.0, 2.0])
 
 
 def test_staging_depth_two_overlaps_the_next_mainloop_with_issue():

@@ -1,22 +1,31 @@
-"""The fluid X-Stage: one source GPU's outstanding-store queue, drained at rate R.
+"""The fluid X-Stage of one source GPU: per-producer outstanding stores, drained at rate R.
 
-State: outstanding bytes ``q`` (0 <= q <= Q), cumulative drained bytes ``D``, and a service
-clock ``S``. Every active issuer injects at its nominal rate ``r_i = bytes_i / T_iss0_i``
-scaled by a common admission factor ``phi``; so issuer i, which joined at service time
-``S_i``, finishes exactly when ``S = S_i + T_iss0_i``. Rates are piecewise constant between
-events:
+Each producer i (one CTA) owns an equal share ``cap = Q(K) / K`` of the outstanding capacity
+(the measured Q(K) grows with K: docs/calibration.md). State per producer: outstanding bytes
+``q_i`` (0 <= q_i <= cap), cumulative drained bytes ``D_i`` and, while it issues a tile,
+bytes ``left_i`` still to issue at its nominal rate ``r_i = bytes / T_iss0``. Rates are
+piecewise constant between events:
 
-- full and oversubscribed (q = Q, sum r_i > R): ``phi = R / sum r_i``, drain R, q stays Q;
-- otherwise phi = 1, and the drain is work-conserving: R while q > 0 or inflow exceeds R,
-  else it passes the inflow straight through (q stays 0).
+- **drain**: the aggregate rate R is shared among the producers that want it, by weighted
+  water-filling with the platform's arbitration weights ``w_i``: a producer with bytes
+  outstanding takes what it is given, an issuing producer with none takes at most ``r_i``
+  (its stores pass straight through), the rest take nothing. Equal weights share fairly.
+- **injection**: an issuing producer injects at ``r_i`` while ``q_i < cap``; once its share
+  is full, only as fast as its own stores drain.
 
-These few functions are the whole arithmetic of the X-Stage; the SimPy engine calls them as
-Python, the fast engine compiles the same source with numba, so both round identically.
+With identical producers this is one queue of capacity Q drained at R, so eqs. 1–7 hold
+exactly; with unequal weights producers drift out of phase and the slowest one sets the
+burst's span, as on the hardware. A tile's bytes have drained when ``D_i`` reaches the value
+``D_i + q_i`` had at its issue end (each producer's stores drain in order).
+
+These functions are the whole arithmetic of the X-Stage. Both engines run them compiled by
+numba from this source (:func:`compiled`), so both round identically.
 """
 
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
@@ -24,113 +33,126 @@ import numpy as np
 REL_TOL = 1e-12
 
 
-def rates(q: float, capacity: float, drain: float, inflow: float) -> tuple[float, float]:
-    """Admission factor phi and actual drain rate for the current state."""
-    if inflow > drain and q >= capacity:
-        return drain / inflow, drain
-    if q > 0.0 or inflow > drain:
-        return 1.0, drain
-    return 1.0, inflow
-
-
-def advance(q: float, drained: float, service: float, dt: float,
-            capacity: float, drain: float, inflow: float) -> tuple[float, float, float]:
-    """State after ``dt`` microseconds at constant rates, clamped onto [0, Q]."""
-    if dt <= 0.0:
-        return q, drained, service
-    phi, out = rates(q, capacity, drain, inflow)
-    q = q + (phi * inflow - out) * dt
-    drained = drained + out * dt
-    tol = REL_TOL * capacity
-    if q >= capacity - tol:
-        q = capacity
-    elif q <= tol:  # the residual has drained: keep bytes conserved
-        drained, q = drained + q, 0.0
-    return q, drained, service + phi * dt
-
-
-def time_to_boundary(q: float, capacity: float, drain: float, inflow: float) -> float:
-    """Time until q reaches Q or 0 at the current rates (inf if it never does)."""
-    if inflow > drain and q >= capacity:
-        return math.inf  # full: admission equals drain, q holds at Q
-    phi, out = rates(q, capacity, drain, inflow)
-    dq = phi * inflow - out
-    if dq > 0.0:
-        return (capacity - q) / dq
-    if dq < 0.0:
-        return q / -dq
-    return math.inf
-
-
-def snap(q: float, drained: float, capacity: float, drain: float, inflow: float,
-         now: float) -> tuple[float, float]:
-    """(q, drained) with q put exactly on the boundary (Q or 0) it is due to reach now."""
-    if not due(time_to_boundary(q, capacity, drain, inflow), now):
-        return q, drained
-    if inflow > drain:
-        return capacity, drained
-    return 0.0, drained + q
-
-
-def time_to_service(target: float, service: float, q: float, capacity: float,
-                    drain: float, inflow: float) -> float:
-    """Time until the service clock reaches ``target`` (an issuer's finish)."""
-    phi, _ = rates(q, capacity, drain, inflow)
-    return max(target - service, 0.0) / phi
-
-
-def time_to_drained(mark: float, drained: float, q: float, capacity: float,
-                    drain: float, inflow: float) -> float:
-    """Time until cumulative drained bytes reach ``mark`` (a tile's last byte)."""
-    _, out = rates(q, capacity, drain, inflow)
-    if mark - drained <= REL_TOL * max(1.0, mark):
-        return 0.0
-    return (mark - drained) / out if out > 0.0 else math.inf
-
-
 def due(dt: float, now: float) -> bool:
     """An event ``dt`` ahead of ``now`` is due now: closer than rounding can resolve."""
     return dt <= REL_TOL * max(1.0, now)
 
 
-# ---- per-issuer admission under backpressure --------------------------------------------------
-# While the X-Stage is full and oversubscribed, the drain R is shared among the active issuers by
-# weighted water-filling: issuer i is admitted at phi_i * r_i with phi_i = min(1, c * w_i) and c
-# chosen so that sum_i phi_i r_i = R. Equal weights give phi_i = R / sum r_i (a fair share);
-# unequal weights model the hardware's fixed arbitration preference among SMs. Otherwise every
-# active issuer injects at its nominal rate (phi_i = 1).
-
-def shares(q: float, capacity: float, drain: float, inflow: float,
-           rate, weight, n: int, phi) -> None:
-    """Fill ``phi[:n]``, the admission factor of each of the ``n`` active issuers."""
+def flows(q, left, rate, weight, cap: float, drain: float, n: int, out, inj) -> None:
+    """Fill ``out[:n]`` (drain rates) and ``inj[:n]`` (injection rates) for the current state."""
+    key = np.empty(n)  # demand per unit weight; inf: takes whatever it is given
+    total_w = 0.0
     for i in range(n):
-        phi[i] = 1.0
-    if not (inflow > drain and q >= capacity):
-        return
-    order = np.argsort(-weight[:n], kind="mergesort")  # heaviest first; ties by position
-    open_rw = 0.0
-    for i in range(n):
-        open_rw += rate[i] * weight[i]
-    sat_rate, k, c = 0.0, 0, 0.0
-    while k < n:
-        c = (drain - sat_rate) / open_rw
-        j = order[k]
-        if c * weight[j] <= 1.0:
+        out[i] = 0.0
+        if q[i] > 0.0:
+            key[i] = math.inf
+        elif left[i] > 0.0:
+            key[i] = rate[i] / weight[i]
+        else:
+            key[i] = -1.0  # wants nothing
+            continue
+        total_w += weight[i]
+    order = np.argsort(key, kind="mergesort")
+    budget = drain
+    for m in range(n):
+        i = order[m]
+        if key[i] < 0.0:
+            continue
+        level = budget / total_w
+        if key[i] <= level:  # an issuer whose stores pass straight through
+            out[i] = rate[i]
+            budget -= rate[i]
+            total_w -= weight[i]
+        else:
+            for m2 in range(m, n):
+                j = order[m2]
+                out[j] = level * weight[j]
             break
-        sat_rate += rate[j]       # j is admitted in full; the rest share what remains
-        open_rw -= rate[j] * weight[j]
-        k += 1
-    for m in range(k, n):
-        j = order[m]
-        phi[j] = c * weight[j]
-
-
-def progress(left, rate, phi, n: int, dt: float) -> None:
-    """Bytes left to issue after ``dt`` at the admitted rates."""
     for i in range(n):
-        left[i] = max(left[i] - phi[i] * rate[i] * dt, 0.0)
+        if left[i] <= 0.0:
+            inj[i] = 0.0
+        elif q[i] < cap:
+            inj[i] = rate[i]
+        else:
+            inj[i] = min(rate[i], out[i])
 
 
-def time_to_finish(remaining: float, rate: float, phi: float) -> float:
-    """Time until an issuer with ``remaining`` bytes has injected them at ``phi * rate``."""
-    return remaining / (phi * rate) if remaining > 0.0 else 0.0
+def advance(q, drained, left, out, inj, cap: float, n: int, dt: float) -> None:
+    """The state after ``dt`` at constant rates; q clamped onto [0, cap], bytes conserved."""
+    if dt <= 0.0:
+        return
+    tol = REL_TOL * cap
+    for i in range(n):
+        q[i] += (inj[i] - out[i]) * dt
+        drained[i] += out[i] * dt
+        left[i] = max(left[i] - inj[i] * dt, 0.0)
+        if q[i] >= cap - tol:
+            q[i] = cap
+        elif q[i] <= tol:
+            drained[i] += q[i]  # the residual has drained
+            q[i] = 0.0
+
+
+def time_to_boundary(q: float, cap: float, out: float, inj: float) -> float:
+    """Time until a producer's q reaches cap or 0 at its current rates (inf if never)."""
+    dq = inj - out
+    if dq > 0.0 and q < cap:
+        return (cap - q) / dq
+    if dq < 0.0 and q > 0.0:
+        return q / -dq
+    return math.inf
+
+
+def time_to_finish(left: float, inj: float) -> float:
+    """Time until an issuer has injected its ``left`` bytes (inf if it is not issuing)."""
+    if left <= 0.0:
+        return 0.0
+    return left / inj if inj > 0.0 else math.inf
+
+
+def time_to_drained(mark: float, drained: float, out: float) -> float:
+    """Time until a producer's cumulative drained bytes reach ``mark`` (a tile's last byte)."""
+    if mark - drained <= REL_TOL * max(1.0, mark):
+        return 0.0
+    return (mark - drained) / out if out > 0.0 else math.inf
+
+
+def snap(q, drained, left, out, inj, cap: float, n: int, now: float) -> None:
+    """Put every q and left that is due to reach a boundary now exactly on it."""
+    for i in range(n):
+        if left[i] > 0.0 and due(time_to_finish(left[i], inj[i]), now):
+            left[i] = 0.0
+        if due(time_to_boundary(q[i], cap, out[i], inj[i]), now):
+            if inj[i] > out[i]:
+                q[i] = cap
+            else:
+                drained[i] += q[i]
+                q[i] = 0.0
+
+
+def next_event(q, drained, left, out, inj, mark, cap: float, n: int) -> float:
+    """Time until the next boundary, issue end or drain mark (``mark[i]``: inf if none)."""
+    dt = math.inf
+    for i in range(n):
+        dt = min(dt, time_to_boundary(q[i], cap, out[i], inj[i]))
+        if left[i] > 0.0:
+            dt = min(dt, time_to_finish(left[i], inj[i]))
+        if mark[i] < math.inf:
+            dt = min(dt, time_to_drained(mark[i], drained[i], out[i]))
+    return dt
+
+
+@lru_cache(maxsize=1)
+def compiled() -> dict:
+    """numba twins of this module's functions, calling each other (one compile per process)."""
+    import inspect
+    import types
+
+    import numba
+
+    namespace = dict(globals())
+    for name, py in list(namespace.items()):
+        if inspect.isfunction(py) and py.__module__ == __name__ and name != "compiled":
+            twin = types.FunctionType(py.__code__, namespace, name, py.__defaults__)
+            namespace[name] = numba.njit(cache=False)(twin)
+    return namespace

@@ -12,6 +12,7 @@ depend on that order because the fluid state only changes with elapsed time.
 from __future__ import annotations
 
 import heapq
+import types
 
 import numpy as np
 import simpy
@@ -21,102 +22,88 @@ from xsim.des.result import SimResult, TileTimes
 from xsim.workload import Workload
 
 
+F = None  # the compiled fluid functions, bound on first run
+
+
 class SimulationError(RuntimeError):
     """The workload cannot finish (a dependency that is never met)."""
 
 
 class XStage:
-    """One source GPU's fluid X-Stage (see :mod:`xsim.des.fluid`)."""
+    """One source GPU's fluid X-Stage (see :mod:`xsim.des.fluid`): per-producer arrays."""
 
-    def __init__(self, env: simpy.Environment, drain: float, capacity: float, weight: np.ndarray, trace: bool):
-        self.env, self.drain_rate, self.capacity, self.weight = env, drain, capacity, weight
-        self.q = self.drained = self.service = 0.0
-        self.inflow = 0.0
+    def __init__(self, env: simpy.Environment, drain: float, capacity: float, producers: np.ndarray,
+                 weight: np.ndarray, trace: bool):
+        self.env, self.drain_rate = env, drain
+        self.local = {int(p): i for i, p in enumerate(producers)}  # producer -> index here
+        n = self.n = len(producers)
+        self.cap = capacity / max(n, 1)
+        self.q, self.drained, self.left, self.rate = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
+        self.out, self.inj = np.zeros(n), np.zeros(n)
+        self.weight = np.asarray(weight, dtype=float)[producers] if n else np.zeros(0)
+        self.mark = np.full(n, np.inf)               # each producer's oldest undrained mark
+        self._marks: list[list] = [[] for _ in range(n)]  # FIFO of (mark, event) per producer
+        self._issued: list = [None] * n
         self.t_last = 0.0
-        # the active issuers, packed in the first n slots: bytes left, nominal rate, weight, admission
-        size = len(weight)
-        self.n = 0
-        self.left, self.rate = np.zeros(size), np.zeros(size)
-        self.w, self.phi = np.zeros(size), np.ones(size)
-        self.who: list = [None] * size  # (producer, issued event, drained event)
-        self._marks: list[tuple[float, simpy.Event]] = []  # FIFO, marks non-decreasing
         self.trace_t: list[float] | None = [0.0] if trace else None
         self.trace_q: list[float] = [0.0]
         self._wake = env.event()
         env.process(self.drain())
 
+    @property
+    def total_drained(self) -> float:
+        return float(self.drained.sum())
+
     def inject(self, producer: int, nbytes: float, t_iss0_us: float) -> tuple[simpy.Event, simpy.Event]:
         """Start issuing ``nbytes``; returns (issue-ended, bytes-drained) events."""
         self._advance()
+        i = self.local[producer]
         issued, drained = self.env.event(), self.env.event()
-        k = self.n
-        self.left[k], self.rate[k], self.w[k] = nbytes, nbytes / t_iss0_us, self.weight[producer]
-        self.who[k] = (producer, issued, drained)
-        self.n += 1
-        self.inflow += self.rate[k]
-        self._shares()
+        self.left[i], self.rate[i] = nbytes, nbytes / t_iss0_us
+        self._issued[i] = (issued, drained)
+        self._flows()
         if not self._wake.triggered:
             self._wake.succeed()
         return issued, drained
 
-    def _shares(self) -> None:
-        fluid.shares(self.q, self.capacity, self.drain_rate, self.inflow, self.rate, self.w, self.n, self.phi)
+    def _flows(self) -> None:
+        F.flows(self.q, self.left, self.rate, self.weight, self.cap, self.drain_rate, self.n, self.out, self.inj)
 
     def _advance(self) -> None:
-        dt = self.env.now - self.t_last
-        if dt > 0.0:
-            fluid.progress(self.left, self.rate, self.phi, self.n, dt)
-            self.q, self.drained, self.service = fluid.advance(
-                self.q, self.drained, self.service, dt, self.capacity, self.drain_rate, self.inflow)
+        F.advance(self.q, self.drained, self.left, self.out, self.inj, self.cap, self.n, self.env.now - self.t_last)
         self.t_last = self.env.now
-
-    def _finishing(self, now: float) -> list[int]:
-        due = [k for k in range(self.n) if fluid.due(fluid.time_to_finish(self.left[k], self.rate[k], self.phi[k]), now)]
-        return sorted(due, key=lambda k: self.who[k][0])  # same-instant finishes in producer order
-
-    def _remove(self, k: int) -> None:
-        last = self.n - 1
-        for array in (self.left, self.rate, self.w, self.phi):
-            array[k] = array[last]
-        self.who[k], self.who[last] = self.who[last], None
-        self.n = last
 
     def _settle(self) -> None:
         """Complete every issuer and drain mark the fluid has reached at this instant."""
         now = self.env.now
-        self.q, self.drained = fluid.snap(self.q, self.drained, self.capacity, self.drain_rate, self.inflow, now)
-        finished = [self.who[k] for k in self._finishing(now)]
-        for producer, issued, drained in finished:
-            k = next(k for k in range(self.n) if self.who[k][0] == producer)
-            self.inflow = self.inflow - self.rate[k] if self.n > 1 else 0.0
-            self._remove(k)
-            self._marks.append((self.drained + self.q, drained))
-            issued.succeed()
-        while self._marks and fluid.due(self._time_to_drained(self._marks[0][0]), now):
-            self._marks.pop(0)[1].succeed(now)
-        self._shares()
-        if self.trace_t is not None and (now > self.trace_t[-1] or self.q != self.trace_q[-1]):
-            self.trace_t.append(now)
-            self.trace_q.append(self.q)
-
-    def _time_to_drained(self, mark: float) -> float:
-        return fluid.time_to_drained(mark, self.drained, self.q, self.capacity, self.drain_rate, self.inflow)
-
-    def _next_boundary(self) -> float:
-        dt = fluid.time_to_boundary(self.q, self.capacity, self.drain_rate, self.inflow)
-        for k in range(self.n):
-            dt = min(dt, fluid.time_to_finish(self.left[k], self.rate[k], self.phi[k]))
-        if self._marks:
-            dt = min(dt, self._time_to_drained(self._marks[0][0]))
-        return dt
+        F.snap(self.q, self.drained, self.left, self.out, self.inj, self.cap, self.n, now)
+        for i in range(self.n):  # issue ends, in producer order
+            if self._issued[i] is not None and self.left[i] <= 0.0:
+                issued, drained = self._issued[i]
+                self._issued[i] = None
+                self.rate[i] = 0.0
+                self._marks[i].append((self.drained[i] + self.q[i], drained))
+                self.mark[i] = self._marks[i][0][0]
+                issued.succeed()
+        for i in range(self.n):  # drain marks, per producer in order
+            marks = self._marks[i]
+            while marks and F.due(F.time_to_drained(marks[0][0], self.drained[i], self.out[i]), now):
+                marks.pop(0)[1].succeed(now)
+            self.mark[i] = marks[0][0] if marks else np.inf
+        self._flows()
+        if self.trace_t is not None:
+            total = float(self.q.sum())
+            if now > self.trace_t[-1] or total != self.trace_q[-1]:
+                self.trace_t.append(now)
+                self.trace_q.append(total)
 
     def drain(self):
-        """The drain process: sleep until the next fluid boundary or a new issuer."""
+        """The drain process: sleep until the next fluid event or a new issuer."""
         while True:
             self._advance()
             self._settle()
             self._wake = self.env.event()
-            dt = self._next_boundary()
+            dt = F.next_event(self.q, self.drained, self.left, self.out, self.inj, self.mark, self.cap, self.n)
             if dt == float("inf"):
                 yield self._wake
             else:
@@ -154,9 +141,13 @@ class Counters:
 
 def run(workload: Workload, trace: bool = True) -> SimResult:
     """Simulate ``workload`` to completion."""
+    global F
+    if F is None:
+        F = types.SimpleNamespace(**fluid.compiled())
     w = workload
     env = simpy.Environment()
-    stages = [XStage(env, x.drain_bytes_per_us, x.capacity_bytes, w.producer_weight, trace) for x in w.xstages]
+    stages = [XStage(env, x.drain_bytes_per_us, x.capacity_bytes, np.flatnonzero(w.producer_gpu == g),
+                     w.producer_weight, trace) for g, x in enumerate(w.xstages)]
     counters = Counters(env, w.n_counters)
     times = TileTimes.empty(w.n_tiles)
     coupled = w.coupling == "completion-coupled"
@@ -218,7 +209,7 @@ def run(workload: Workload, trace: bool = True) -> SimResult:
     _check_finished(w, times, counters)
     traces = [(np.asarray(s.trace_t), np.asarray(s.trace_q)) if trace else None for s in stages]
     return SimResult(workload=w, times=times, traces=traces, engine="simpy",
-                     drained_bytes=[s.drained for s in stages])
+                     drained_bytes=[s.total_drained for s in stages])
 
 
 def _check_finished(w: Workload, times: TileTimes, counters: Counters) -> None:
