@@ -67,7 +67,7 @@ def run(ctx, out_path, params_of) -> None:
             stats, gbps = None, None
             if ok and ctx.rank == 0:
                 s = summarize(times)
-                stats = {"kernel_us": s.as_dict()}
+                stats = {"kernel_us": s.to_dict()}
                 gbps = BURSTS * producers * burst_bytes / (s.median * 1e3)
             rec = records.make_record("micro", "periodic", params, stats,
                                       {"ok": ok, "max_abs_err": err}, ctx.platform,

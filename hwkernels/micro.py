@@ -155,7 +155,7 @@ def kernel_stats(runs, pt: planmod.Point) -> tuple[dict, list]:
         "period_us": summarize(np.concatenate([timing.period_samples(t, w) for t in times])),
         "kernel_us": summarize([r.kernel_us for r in runs]),
     }
-    return {k: v.as_dict() for k, v in stats.items()}, times
+    return {k: v.to_dict() for k, v in stats.items()}, times
 
 
 def save_trace(folder: str, pt: planmod.Point, times, runs) -> None:
@@ -195,7 +195,7 @@ def run_point(ctx: Context, pt: planmod.Point) -> dict:
         ok, err, samples = run_baseline_point(ctx, pt)
         stats, gbps = None, None
         if ok:
-            stats = {"kernel_us": summarize(samples).as_dict()}
+            stats = {"kernel_us": summarize(samples).to_dict()}
             gbps = pt.burst_bytes / (stats["kernel_us"]["median"] * 1e3)
         return records.make_record("micro", pt.kind, params_of(ctx, pt), stats,
                                    {"ok": ok, "max_abs_err": err}, ctx.platform, ctx.commit,

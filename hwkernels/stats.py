@@ -1,24 +1,15 @@
-"""The one place where samples become statistics: Stats(mean, median, p10, p90, min, max, n)."""
+"""Measurement statistics: strict validation, then the project's one Stats definition.
 
-from dataclasses import asdict, dataclass
+``xsim.stats`` is plain numpy (importing ``xsim`` pulls in nothing heavier), so measurements
+and predictions are summarized by the same code. A measurement must never be silently
+shortened, so ``summarize`` refuses empty or non-finite samples instead of dropping them.
+"""
 
 import numpy as np
 
+from xsim.stats import Stats
 
-@dataclass(frozen=True)
-class Stats:
-    """Summary of one sample set; percentiles by linear interpolation (numpy's default)."""
-
-    mean: float
-    median: float
-    p10: float
-    p90: float
-    min: float
-    max: float
-    n: int
-
-    def as_dict(self) -> dict:
-        return asdict(self)
+__all__ = ["Stats", "summarize"]
 
 
 def summarize(samples) -> Stats:
@@ -28,13 +19,4 @@ def summarize(samples) -> Stats:
         raise ValueError('"samples" must not be empty.')
     if not np.all(np.isfinite(x)):
         raise ValueError('"samples" must be finite.')
-    p10, p50, p90 = np.percentile(x, [10.0, 50.0, 90.0])
-    return Stats(
-        mean=float(x.mean()),
-        median=float(p50),
-        p10=float(p10),
-        p90=float(p90),
-        min=float(x.min()),
-        max=float(x.max()),
-        n=int(x.size),
-    )
+    return Stats.of(x)
