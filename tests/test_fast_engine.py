@@ -90,6 +90,7 @@ def assert_same(a, b):
         assert sa.keys() == sb.keys()
         for key in sa:
             np.testing.assert_allclose(sb[key], sa[key], rtol=RTOL, atol=ATOL, err_msg=f"{name}.{key}")
+    np.testing.assert_allclose(b.drained_bytes, a.drained_bytes, rtol=RTOL, atol=ATOL)
     assert b.makespan_us == pytest.approx(a.makespan_us, rel=RTOL, abs=ATOL)
     assert b.engine == "fast" and a.engine == "simpy"
 

@@ -1,29 +1,29 @@
 """The fast engine: the SimPy engine's processes as one numba event loop.
 
 Same entities and rules as :mod:`xsim.des.simpy_engine` and the same order of same-time
-events. The loop keeps SimPy's event queue, ordered by (time, priority, insertion number),
-and schedules an entry wherever SimPy schedules an event that does something, so every
-process resumes in SimPy's order and the fluid arithmetic (the functions of
-:mod:`xsim.des.fluid`, compiled by numba from the same source) runs on the same operands.
-Each SimPy process becomes a state machine with a program counter:
+events. The loop keeps SimPy's event queue (:mod:`xsim.des.event_queue`) and schedules an
+entry wherever SimPy schedules an event that does something, so every process resumes in
+SimPy's order and the fluid arithmetic (the functions of :mod:`xsim.des.fluid`, compiled by
+numba from the same source) runs on the same operands. Each SimPy process becomes a state
+machine with a program counter:
 
 - ``mma`` (compute role): release time, counter wait, staging-slot get, mainloop, put the
   finished tile into the issuer's FIFO;
 - ``issuer`` (epilogue role): take a tile, epilogue, inject into the X-Stage and wait for
   the issue to end, signal, (completion-coupled: wait for the tile's last byte), free a slot;
-- ``drain`` (one per X-Stage): advance the fluid, settle issuers and drain marks, sleep until
-  the next boundary (a timer) or until an issuer wakes it.
+- ``drain`` (one per X-Stage): advance the fluid, settle issue ends and drain marks, sleep
+  until the next fluid event (a timer) or until an issuer wakes it.
 
 Entries SimPy schedules without effect (a process's end, a drain timeout whose condition has
 already fired) are left out: that does not change the relative order of the others. Each
-drain's pending timeout lives in a per-stage timer slot, and events triggered "now" go to a
-FIFO ring rather than the heap; merging by (time, key) keeps SimPy's order exactly, so the
-results are equal bit for bit (the tests allow 1e-9).
+drain's pending timeout lives in a per-stage timer slot, merged with the queue by (time, key),
+so the results are equal bit for bit (the tests allow 1e-9).
 
-State is a few 2-D arrays with named rows or columns: queue ``qt``/``qk``/``ctr``; per stage
-``sf``/``si``; active issuers ``ihf``/``ihi``; per tile ``tf``/``ti`` (workload inputs and
-results); per producer ``pi``/``pf``; per counter ``ci``. The kernel alone is cached
-(``cache=True``); its cache file carries a digest of fluid.py, whose functions it links in.
+State is a few 2-D arrays with named rows or columns: per stage ``sf``/``si``; per producer
+column of its stage ``xf``/``xi`` (the X-Stage's per-producer arrays); per tile ``tf``/``ti``
+(workload inputs and results); per producer ``pi``/``pf``; per counter ``ci``. The kernel
+alone is cached (``cache=True``); its cache file carries a digest of fluid.py and
+event_queue.py, whose functions it links in.
 """
 
 from __future__ import annotations
@@ -36,40 +36,25 @@ import types
 import numba
 import numpy as np
 
-from xsim.des import fluid
+from xsim.des import event_queue, fluid
+from xsim.des.event_queue import NORMAL, URGENT, new_key, peek, ring_push, succeed, take, timeout
 from xsim.des.result import SimResult, TileTimes
 from xsim.des.simpy_engine import _check_finished
 from xsim.workload import Workload, XStageParams
 
-
-def _jit_fluid() -> dict:
-    """numba twins of fluid's functions: the same code objects, their calls bound to the twins."""
-    namespace = dict(vars(fluid))
-    for name, py in vars(fluid).items():
-        if inspect.isfunction(py) and py.__module__ == fluid.__name__:
-            twin = types.FunctionType(py.__code__, namespace, name, py.__defaults__)
-            namespace[name] = numba.njit(twin)
-    return namespace
-
-
-_fl = _jit_fluid()  # numba resolves module globals only, so bind the twins to names:
-_advance, _snap, _due, _progress = _fl["advance"], _fl["snap"], _fl["due"], _fl["progress"]
-_to_boundary, _to_finish, _to_drained = _fl["time_to_boundary"], _fl["time_to_finish"], _fl["time_to_drained"]
-_fl_shares = _fl["shares"]
-
+_fl = fluid.compiled()  # numba resolves module globals only, so bind the twins to names:
+_fl_flows, _fl_advance, _fl_snap, _fl_next_event = _fl["flows"], _fl["advance"], _fl["snap"], _fl["next_event"]
+_fl_due, _fl_to_drained = _fl["due"], _fl["time_to_drained"]
 
 INF = math.inf
 INT_MAX = np.iinfo(np.int64).max
-URGENT, NORMAL = 0, 1          # SimPy's priorities: Initialize is urgent, everything else normal
-PRIO_SHIFT = 1 << 62           # queue key = priority * PRIO_SHIFT + insertion number
 K_MMA, K_ISSUER, K_STORE_PUT, K_STORE_GET, K_SLOT_PUT, K_DRAINED, K_WAKE, K_DRAIN = range(8)  # entry kinds
-Q_KEY, Q_KIND, Q_ARG, Q_GEN = range(4)                      # qk columns
-C_LEN, C_EID, C_RING_HEAD, C_RING_N = range(4)              # ctr
-F_Q, F_DRAINED, F_SERVICE, F_INFLOW, F_T_LAST, F_TRACE_T, F_TRACE_Q, F_TIMER, F_CAP, F_RATE = range(10)
-I_GEN, I_MODE, I_COND, I_WOKEN, I_ACTIVE, I_SIZE, I_MARK_HEAD, I_MARK_TAIL, I_TIMER_KEY, I_BASE = range(10)
+F_T_LAST, F_TRACE_T, F_TRACE_Q, F_TIMER, F_CAP, F_RATE = range(6)             # sf columns
+I_GEN, I_MODE, I_COND, I_WOKEN, I_SIZE, I_BASE, I_TIMER_KEY = range(7)        # si columns
 MODE_WAKE_ONLY, MODE_COND = 1, 2   # the drain sleeps on its wake event / on (timeout | wake)
-H_LEFT, H_RATE, H_WEIGHT, H_PHI = range(4)   # ihf rows: the active issuers' floats
-H_PRODUCER, H_TILE = range(2)                # ihi rows
+X_Q, X_DRAINED, X_LEFT, X_RATE, X_OUT, X_INJ, X_WEIGHT, X_MARK, X_KEY = range(9)  # xf rows: XStage's arrays
+Y_ORDER, Y_PRODUCER, Y_ISSUING, Y_MARK_HEAD, Y_MARK_TAIL = range(5)  # xi rows: flows' order, producer,
+# the tile it issues (-1: none), its FIFO of drain marks (head, tail)
 # tf rows: TileTimes fields in order, then the drain mark and the workload's float columns
 (T_ML_START, T_ML_END, T_ISS_START, T_ISS_END, T_DRAIN_END, T_STALL, T_DEP_WAIT, T_MARK,
  T_MAINLOOP, T_EPILOGUE, T_BYTES, T_ISS0, T_RELEASE) = range(13)
@@ -77,264 +62,135 @@ H_PRODUCER, H_TILE = range(2)                # ihi rows
 (U_PRODUCER, U_WAIT, U_WAIT_VALUE, U_SIGNAL, U_SIGNAL_ON_DRAIN, U_MARK_NEXT, U_DRAINED, U_CB_HEAD, U_CB_TAIL,
  U_CB_NEXT) = range(10)
 DR_NONE, DR_SCHEDULED, DR_PROCESSED = range(3)
-# pi columns: stream bounds and GPU; compute role; slots and FIFO; issuer; counter wait list
-(P_FIRST, P_END, P_GPU, P_MMA_PC, P_MMA_TILE, P_MMA_GETTING, P_LEVEL, P_FIFO_HEAD, P_FIFO_TAIL,
- P_ISS_PC, P_ISS_TILE, P_ISS_GETTING, P_ISS_DONE, P_WAIT_NEXT, P_WAIT_VALUE, P_LAST_REMOTE, P_EVENT) = range(17)
-PF_READY, PF_DEPS_MET, PF_WEIGHT = range(3)
+# pi columns: stream bounds, GPU and column in its stage; compute role; slots and FIFO; issuer; counter wait
+(P_FIRST, P_END, P_GPU, P_COL, P_MMA_PC, P_MMA_TILE, P_MMA_GETTING, P_LEVEL, P_FIFO_HEAD, P_FIFO_TAIL,
+ P_ISS_PC, P_ISS_TILE, P_ISS_GETTING, P_ISS_DONE, P_WAIT_NEXT, P_WAIT_VALUE, P_LAST_REMOTE, P_EVENT) = range(18)
+PF_READY, PF_DEPS_MET = range(2)
 CI_VALUE, CI_HEAD, CI_TAIL, CI_MIN_WAIT = range(4)  # CI_MIN_WAIT: lowest threshold waited on
 # program counters: each role sits at the point after the event it waits for
 M_START, M_RELEASED, M_DEPS, M_SLOT, M_MAIN, M_PUT, DONE = range(7)
 S_START, S_GOT, S_EPILOGUE, S_ISSUED, S_DRAINED, S_PUT = range(6)
 
 
-# ---- the event queue: a heap for timeouts, a FIFO ring for events triggered "now" ---------------
-# Entries triggered at the current time carry the largest keys so far, so a FIFO keeps them sorted
-# and merging its head with the heap's top by (time, key) gives exactly SimPy's order.
-
-@numba.njit(_nrt=False, inline="always")
-def _before(qt, qk, a, b):
-    return qt[a] < qt[b] or (qt[a] == qt[b] and qk[a, Q_KEY] < qk[b, Q_KEY])
-
-
-@numba.njit(_nrt=False, inline="always")
-def _swap(qt, qk, a, b):
-    qt[a], qt[b] = qt[b], qt[a]
-    for c in range(4):
-        qk[a, c], qk[b, c] = qk[b, c], qk[a, c]
-
-
-@numba.njit(_nrt=False, inline="always")
-def _put(qt, qk, ctr, j, t, prio, kind, arg, gen):
-    qt[j] = t
-    qk[j, Q_KEY], qk[j, Q_KIND], qk[j, Q_ARG], qk[j, Q_GEN] = prio * PRIO_SHIFT + ctr[C_EID], kind, arg, gen
-    ctr[C_EID] += 1
-
-
-@numba.njit(_nrt=False)
-def _timeout(qt, qk, ctr, t, kind, arg):
-    """``env.timeout``: a heap entry at time ``t``."""
-    n = ctr[C_LEN]
-    if n == qt.shape[0] // 2:
-        raise RuntimeError("fast engine: event heap overflow")
-    _put(qt, qk, ctr, n, t, NORMAL, kind, arg, 0)
-    ctr[C_LEN] = n + 1
-    while n > 0 and _before(qt, qk, n, (n - 1) // 2):
-        _swap(qt, qk, n, (n - 1) // 2)
-        n = (n - 1) // 2
-
-
-@numba.njit(_nrt=False, inline="always")
-def _ring_push(qt, qk, ctr, now, prio, kind, arg, gen):
-    size = qt.shape[0] // 2
-    if ctr[C_RING_N] == size:
-        raise RuntimeError("fast engine: event ring overflow")
-    j = ctr[C_RING_HEAD] + ctr[C_RING_N]
-    _put(qt, qk, ctr, size + (j - size if j >= size else j), now, prio, kind, arg, gen)
-    ctr[C_RING_N] += 1
-
-
-@numba.njit(_nrt=False, inline="always")
-def _succeed(qt, qk, ctr, now, kind, arg, gen):
-    """``event.succeed()``: an entry at the current time, after every one scheduled before it."""
-    _ring_push(qt, qk, ctr, now, NORMAL, kind, arg, gen)
-
-
-@numba.njit(_nrt=False)
-def _heap_pop(qt, qk, ctr):
-    """Remove the heap's top; returns the slot where its fields can still be read."""
-    n = ctr[C_LEN] - 1
-    _swap(qt, qk, 0, n)
-    ctr[C_LEN] = n
-    i = 0
-    while 2 * i + 1 < n:
-        c = 2 * i + 1
-        if c + 1 < n and _before(qt, qk, c + 1, c):
-            c += 1
-        if not _before(qt, qk, c, i):
-            break
-        _swap(qt, qk, i, c)
-        i = c
-    return n
-
-
-@numba.njit(_nrt=False, inline="always")
-def _peek(qt, qk, ctr):
-    """Slot of the first entry (heap top or ring head), or -1 if there is none."""
-    if ctr[C_RING_N] == 0:
-        return 0 if ctr[C_LEN] > 0 else -1
-    j = qt.shape[0] // 2 + ctr[C_RING_HEAD]
-    return 0 if ctr[C_LEN] > 0 and _before(qt, qk, 0, j) else j
-
-
-@numba.njit(_nrt=False, inline="always")
-def _take(qt, qk, ctr, j):
-    """Remove the entry ``_peek`` found; returns the slot where its fields can still be read."""
-    if j == 0:
-        return _heap_pop(qt, qk, ctr)
-    ctr[C_RING_HEAD] = 0 if ctr[C_RING_HEAD] + 1 == qt.shape[0] // 2 else ctr[C_RING_HEAD] + 1
-    ctr[C_RING_N] -= 1
-    return j
-
-
 # ---- the fluid X-Stage of one GPU (mirrors simpy_engine.XStage) --------------------------------
-# Stage g's active issuers are packed in columns base..base + n of ``ihf`` (bytes left, nominal
-# rate, weight, admission) and ``ihi`` (producer, tile), as XStage packs its arrays.
+# Stage g's producers own columns base..base + size of ``xf`` and ``xi``, in producer order, as
+# XStage's arrays; ``_row`` is the stage's view of one row. Each producer's drain marks are a
+# FIFO linked through its tiles (``ti[U_MARK_NEXT]``; the mark itself in ``tf[T_MARK]``).
 
 @numba.njit(_nrt=False, inline="always")
-def _active(ihf, si):
-    """Stage views of the issuer columns: (left, rate, weight, phi), each of the stage's size."""
-    lo, hi = si[I_BASE], si[I_BASE] + si[I_SIZE]
-    return ihf[H_LEFT, lo:hi], ihf[H_RATE, lo:hi], ihf[H_WEIGHT, lo:hi], ihf[H_PHI, lo:hi]
-
-
-@numba.njit
-def _shares(sf, si_all, g, ihf):
-    """XStage._shares. The one call that needs numba's runtime (fluid.shares allocates), so only
-    the kernel calls it: a function compiled without the runtime cannot reach it."""
-    lo, hi = si_all[g, I_BASE], si_all[g, I_BASE] + si_all[g, I_SIZE]
-    _fl_shares(sf[g, F_Q], sf[g, F_CAP], sf[g, F_RATE], sf[g, F_INFLOW], ihf[H_RATE, lo:hi],
-               ihf[H_WEIGHT, lo:hi], si_all[g, I_ACTIVE], ihf[H_PHI, lo:hi])
+def _row(x, si, g, r):
+    return x[r, si[g, I_BASE]:si[g, I_BASE] + si[g, I_SIZE]]
 
 
 @numba.njit(_nrt=False)
-def _stage_advance(f, si, ihf, now):
-    dt = now - f[F_T_LAST]
-    if dt > 0.0:
-        left, rate, weight, phi = _active(ihf, si)
-        _progress(left, rate, phi, si[I_ACTIVE], dt)
-        f[F_Q], f[F_DRAINED], f[F_SERVICE] = _advance(f[F_Q], f[F_DRAINED], f[F_SERVICE], dt,
-                                                         f[F_CAP], f[F_RATE], f[F_INFLOW])
-    f[F_T_LAST] = now
+def _flows(sf, si, xf, xi, g):
+    """XStage._flows: drain and injection rates of stage g's producers."""
+    _fl_flows(_row(xf, si, g, X_Q), _row(xf, si, g, X_LEFT), _row(xf, si, g, X_RATE), _row(xf, si, g, X_WEIGHT),
+              sf[g, F_CAP], sf[g, F_RATE], si[g, I_SIZE], _row(xf, si, g, X_OUT), _row(xf, si, g, X_INJ),
+              _row(xf, si, g, X_KEY), _row(xi, si, g, Y_ORDER))
 
 
 @numba.njit(_nrt=False)
-def _inject(f, si, ihf, ihi, tf, pf, i, p, g, now, qt, qk, ctr):
-    """XStage.inject: producer p starts issuing tile i's bytes and wakes the drain process."""
-    _stage_advance(f, si, ihf, now)
-    k = si[I_BASE] + si[I_ACTIVE]
-    ihf[H_LEFT, k], ihf[H_RATE, k] = tf[T_BYTES, i], tf[T_BYTES, i] / tf[T_ISS0, i]
-    ihf[H_WEIGHT, k], ihi[H_PRODUCER, k], ihi[H_TILE, k] = pf[p, PF_WEIGHT], p, i
-    si[I_ACTIVE] += 1
-    f[F_INFLOW] += ihf[H_RATE, k]  # (the kernel recomputes the admission shares after this)
-    if si[I_WOKEN] == 0:
-        si[I_WOKEN] = 1
-        _succeed(qt, qk, ctr, now, K_WAKE, g, si[I_GEN])
+def _stage_advance(sf, si, xf, g, now):
+    """XStage._advance: the fluid state at ``now``."""
+    _fl_advance(_row(xf, si, g, X_Q), _row(xf, si, g, X_DRAINED), _row(xf, si, g, X_LEFT), _row(xf, si, g, X_OUT),
+                _row(xf, si, g, X_INJ), sf[g, F_CAP], si[g, I_SIZE], now - sf[g, F_T_LAST])
+    sf[g, F_T_LAST] = now
 
 
 @numba.njit(_nrt=False)
-def _finishing(f, si, ihf, ihi, now, due):
-    """XStage._finishing: the producers whose issue is due now, in producer order; returns count."""
-    left, rate, weight, phi = _active(ihf, si)
-    n = 0
-    for k in range(si[I_ACTIVE]):
-        if _due(_to_finish(left[k], rate[k], phi[k]), now):
-            producer, j = ihi[H_PRODUCER, si[I_BASE] + k], n
-            while j > 0 and due[j - 1] > producer:  # insertion sort: a handful finish together
-                due[j] = due[j - 1]
-                j -= 1
-            due[j] = producer
-            n += 1
-    return n
+def _inject(sf, si, xf, xi, tf, g, k, tile, now, qt, qk, ctr):
+    """XStage.inject: the producer in column k starts issuing ``tile``'s bytes; wakes the drain."""
+    _stage_advance(sf, si, xf, g, now)
+    xf[X_LEFT, k], xf[X_RATE, k] = tf[T_BYTES, tile], tf[T_BYTES, tile] / tf[T_ISS0, tile]
+    xi[Y_ISSUING, k] = tile
+    _flows(sf, si, xf, xi, g)
+    if si[g, I_WOKEN] == 0:
+        si[g, I_WOKEN] = 1
+        succeed(qt, qk, ctr, now, K_WAKE, g, si[g, I_GEN])
 
 
 @numba.njit(_nrt=False)
-def _remove(si, ihf, ihi, producer):
-    """XStage._remove of ``producer``'s issuer (the last one moves into its column); its tile."""
-    base, last = si[I_BASE], si[I_BASE] + si[I_ACTIVE] - 1
-    k = base
-    while ihi[H_PRODUCER, k] != producer:
-        k += 1
-    tile = ihi[H_TILE, k]
-    for c in range(4):
-        ihf[c, k] = ihf[c, last]
-    for c in range(2):
-        ihi[c, k] = ihi[c, last]
-    si[I_ACTIVE] -= 1
-    return tile
-
-
-@numba.njit(_nrt=False, inline="always")
-def _mark_push(si, tf, ti, tile, value):
-    tf[T_MARK, tile], ti[U_MARK_NEXT, tile] = value, -1
-    if si[I_MARK_TAIL] >= 0:
-        ti[U_MARK_NEXT, si[I_MARK_TAIL]] = tile
-    else:
-        si[I_MARK_HEAD] = tile
-    si[I_MARK_TAIL] = tile
-
-
-@numba.njit(_nrt=False, inline="always")
-def _time_to_mark(f, si, tf):
-    """Time until the stage's oldest drain mark is reached (XStage._time_to_drained)."""
-    return _to_drained(tf[T_MARK, si[I_MARK_HEAD]], f[F_DRAINED], f[F_Q], f[F_CAP], f[F_RATE], f[F_INFLOW])
+def _settle(sf, si, xf, xi, tf, ti, g, now, qt, qk, ctr):
+    """XStage._settle: issue ends in producer order, then each producer's due drain marks; flows."""
+    lo, hi = si[g, I_BASE], si[g, I_BASE] + si[g, I_SIZE]
+    _fl_snap(_row(xf, si, g, X_Q), _row(xf, si, g, X_DRAINED), _row(xf, si, g, X_LEFT), _row(xf, si, g, X_OUT),
+             _row(xf, si, g, X_INJ), sf[g, F_CAP], si[g, I_SIZE], now)
+    for k in range(lo, hi):
+        tile = xi[Y_ISSUING, k]
+        if tile >= 0 and xf[X_LEFT, k] <= 0.0:
+            xi[Y_ISSUING, k], xf[X_RATE, k] = -1, 0.0
+            tf[T_MARK, tile], ti[U_MARK_NEXT, tile] = xf[X_DRAINED, k] + xf[X_Q, k], -1
+            if xi[Y_MARK_HEAD, k] < 0:
+                xi[Y_MARK_HEAD, k] = tile
+            else:
+                ti[U_MARK_NEXT, xi[Y_MARK_TAIL, k]] = tile
+            xi[Y_MARK_TAIL, k] = tile
+            succeed(qt, qk, ctr, now, K_ISSUER, xi[Y_PRODUCER, k], 0)
+    for k in range(lo, hi):
+        tile = xi[Y_MARK_HEAD, k]
+        while tile >= 0 and _fl_due(_fl_to_drained(tf[T_MARK, tile], xf[X_DRAINED, k], xf[X_OUT, k]), now):
+            succeed(qt, qk, ctr, now, K_DRAINED, tile, 0)
+            ti[U_DRAINED, tile] = DR_SCHEDULED
+            tile = ti[U_MARK_NEXT, tile]
+        xi[Y_MARK_HEAD, k] = tile
+        xf[X_MARK, k] = tf[T_MARK, tile] if tile >= 0 else INF
+    _flows(sf, si, xf, xi, g)
 
 
 @numba.njit(_nrt=False)
-def _settle(f, si, ihf, ihi, tf, ti, due, now, qt, qk, ctr):
-    """XStage._settle: finish every issuer and drain mark that is due at this instant."""
-    f[F_Q], f[F_DRAINED] = _snap(f[F_Q], f[F_DRAINED], f[F_CAP], f[F_RATE], f[F_INFLOW], now)
-    for m in range(_finishing(f, si, ihf, ihi, now, due)):
-        k = si[I_BASE]
-        while ihi[H_PRODUCER, k] != due[m]:
-            k += 1
-        f[F_INFLOW] = f[F_INFLOW] - ihf[H_RATE, k] if si[I_ACTIVE] > 1 else 0.0
-        tile = _remove(si, ihf, ihi, due[m])
-        _mark_push(si, tf, ti, tile, f[F_DRAINED] + f[F_Q])
-        _succeed(qt, qk, ctr, now, K_ISSUER, due[m], 0)
-    while si[I_MARK_HEAD] >= 0 and _due(_time_to_mark(f, si, tf), now):
-        tile = si[I_MARK_HEAD]
-        si[I_MARK_HEAD] = ti[U_MARK_NEXT, tile]
-        if si[I_MARK_HEAD] < 0:
-            si[I_MARK_TAIL] = -1
-        _succeed(qt, qk, ctr, now, K_DRAINED, tile, 0)
-        ti[U_DRAINED, tile] = DR_SCHEDULED
+def _sum(a, lo, n):
+    """``a[lo:lo + n].sum()`` as numpy computes it (pairwise, 8 accumulators), to the last bit."""
+    if n < 8:
+        s = 0.0
+        for i in range(lo, lo + n):
+            s += a[i]
+        return s
+    if n <= 128:
+        r0, r1, r2, r3, r4, r5, r6, r7 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3], a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+        i = lo + 8
+        while i < lo + n - n % 8:
+            r0, r1, r2, r3 = r0 + a[i], r1 + a[i + 1], r2 + a[i + 2], r3 + a[i + 3]
+            r4, r5, r6, r7 = r4 + a[i + 4], r5 + a[i + 5], r6 + a[i + 6], r7 + a[i + 7]
+            i += 8
+        s = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+        while i < lo + n:
+            s += a[i]
+            i += 1
+        return s
+    half = n // 2 - (n // 2) % 8
+    return _sum(a, lo, half) + _sum(a, lo + half, n - half)
 
 
 @numba.njit(_nrt=False)
-def _next_boundary(f, si, ihf, tf):
-    dt = _to_boundary(f[F_Q], f[F_CAP], f[F_RATE], f[F_INFLOW])
-    left, rate, weight, phi = _active(ihf, si)
-    for k in range(si[I_ACTIVE]):
-        x = _to_finish(left[k], rate[k], phi[k])
-        dt = x if x < dt else dt
-    if si[I_MARK_HEAD] >= 0:
-        x = _time_to_mark(f, si, tf)
-        dt = x if x < dt else dt
-    return dt
-
-
-@numba.njit(_nrt=False)
-def _drain_wake(f, si, ihf, ihi, tf, ti, due, now, qt, qk, ctr):
-    """XStage.drain's loop, first half: advance and settle (the kernel then updates the shares)."""
-    _stage_advance(f, si, ihf, now)
-    _settle(f, si, ihf, ihi, tf, ti, due, now, qt, qk, ctr)
-
-
-@numba.njit(_nrt=False)
-def _drain_sleep(f, si, ihf, tf, now, ctr):
-    """XStage.drain's loop, second half: q breakpoint (True if new), then sleep until the next
-    boundary (a timer) or a wake."""
-    point = now > f[F_TRACE_T] or f[F_Q] != f[F_TRACE_Q]
+def _drain_run(sf, si, xf, xi, tf, ti, g, now, qt, qk, ctr):
+    """One turn of XStage.drain's loop: advance, settle, q breakpoint, then sleep until the next
+    fluid event (a timer) or a wake. Returns True if the q(t) trace got a new breakpoint."""
+    _stage_advance(sf, si, xf, g, now)
+    _settle(sf, si, xf, xi, tf, ti, g, now, qt, qk, ctr)
+    total = _sum(xf[X_Q], si[g, I_BASE], si[g, I_SIZE])
+    point = now > sf[g, F_TRACE_T] or total != sf[g, F_TRACE_Q]
     if point:
-        f[F_TRACE_T], f[F_TRACE_Q] = now, f[F_Q]
-    si[I_GEN] += 1
-    si[I_WOKEN], si[I_COND] = 0, 0
-    dt = _next_boundary(f, si, ihf, tf)
+        sf[g, F_TRACE_T], sf[g, F_TRACE_Q] = now, total
+    si[g, I_GEN] += 1
+    si[g, I_WOKEN], si[g, I_COND] = 0, 0
+    dt = _fl_next_event(_row(xf, si, g, X_Q), _row(xf, si, g, X_DRAINED), _row(xf, si, g, X_LEFT),
+                        _row(xf, si, g, X_OUT), _row(xf, si, g, X_INJ), _row(xf, si, g, X_MARK), sf[g, F_CAP],
+                        si[g, I_SIZE])
     if dt == INF:
-        si[I_MODE], f[F_TIMER] = MODE_WAKE_ONLY, INF
+        si[g, I_MODE], sf[g, F_TIMER] = MODE_WAKE_ONLY, INF
     else:
-        si[I_MODE], si[I_COND] = MODE_COND, 1
-        f[F_TIMER], si[I_TIMER_KEY] = now + dt, NORMAL * PRIO_SHIFT + ctr[C_EID]
-        ctr[C_EID] += 1
+        si[g, I_MODE], si[g, I_COND] = MODE_COND, 1
+        sf[g, F_TIMER], si[g, I_TIMER_KEY] = now + dt, new_key(ctr, NORMAL)
     return point
 
 
-@numba.njit(_nrt=False, inline="always")
+@numba.njit(_nrt=False)
 def _fire_condition(si, g, now, qt, qk, ctr):
     """The drain's timeout or wake reached its (timeout | wake) condition."""
-    if si[I_COND] == 1:
-        si[I_COND] = 0
-        _succeed(qt, qk, ctr, now, K_DRAIN, g, si[I_GEN])
+    if si[g, I_COND] == 1:
+        si[g, I_COND] = 0
+        succeed(qt, qk, ctr, now, K_DRAIN, g, si[g, I_GEN])
 
 
 # ---- counters, staging slots and the finished-tile FIFO (SimPy's Container and Store) ----------
@@ -342,7 +198,7 @@ def _fire_condition(si, g, now, qt, qk, ctr):
 @numba.njit(_nrt=False)
 def _counter_wait(pi, ci, p, c, value, now, qt, qk, ctr):
     if ci[c, CI_VALUE] >= value:
-        _succeed(qt, qk, ctr, now, K_MMA, p, 0)
+        succeed(qt, qk, ctr, now, K_MMA, p, 0)
         return
     pi[p, P_WAIT_VALUE], pi[p, P_WAIT_NEXT] = value, -1
     if ci[c, CI_TAIL] >= 0:
@@ -363,7 +219,7 @@ def _counter_signal(pi, ci, c, now, qt, qk, ctr):
     while p >= 0:
         nxt = pi[p, P_WAIT_NEXT]
         if ci[c, CI_VALUE] >= pi[p, P_WAIT_VALUE]:
-            _succeed(qt, qk, ctr, now, K_MMA, p, 0)
+            succeed(qt, qk, ctr, now, K_MMA, p, 0)
             if prev >= 0:
                 pi[prev, P_WAIT_NEXT] = nxt
             else:
@@ -381,7 +237,7 @@ def _slot_get(pi, p, now, qt, qk, ctr):
     """Container.get(1): served at once if a slot is free, else when a put is processed."""
     if pi[p, P_LEVEL] >= 1:
         pi[p, P_LEVEL] -= 1
-        _succeed(qt, qk, ctr, now, K_MMA, p, 0)
+        succeed(qt, qk, ctr, now, K_MMA, p, 0)
     else:
         pi[p, P_MMA_GETTING] = 1
 
@@ -393,7 +249,7 @@ def _fifo_get(pi, p, now, qt, qk, ctr):
         pi[p, P_ISS_TILE] = pi[p, P_FIFO_HEAD]
         pi[p, P_FIFO_HEAD] += 1
         pi[p, P_ISS_GETTING] = 0
-        _succeed(qt, qk, ctr, now, K_STORE_GET, p, 0)
+        succeed(qt, qk, ctr, now, K_STORE_GET, p, 0)
     else:
         pi[p, P_ISS_GETTING] = 1
 
@@ -411,7 +267,7 @@ def _mma_run(pi, pf, ci, tf, ti, p, now, qt, qk, ctr):
                 return
             pi[p, P_MMA_PC] = M_RELEASED
             if tf[T_RELEASE, i] > now:
-                _timeout(qt, qk, ctr, now + (tf[T_RELEASE, i] - now), K_MMA, p)
+                timeout(qt, qk, ctr, now + (tf[T_RELEASE, i] - now), K_MMA, p)
                 return
         elif pc == M_RELEASED:
             pf[p, PF_READY] = now
@@ -429,50 +285,49 @@ def _mma_run(pi, pf, ci, tf, ti, p, now, qt, qk, ctr):
             tf[T_STALL, i] = now - pf[p, PF_DEPS_MET]
             tf[T_ML_START, i] = now
             pi[p, P_MMA_PC] = M_MAIN
-            _timeout(qt, qk, ctr, now + tf[T_MAINLOOP, i], K_MMA, p)
+            timeout(qt, qk, ctr, now + tf[T_MAINLOOP, i], K_MMA, p)
             return
         elif pc == M_MAIN:
             tf[T_ML_END, i] = now
             pi[p, P_FIFO_TAIL] += 1  # Store.put: the item is in the FIFO at once
             pi[p, P_MMA_PC] = M_PUT
-            _succeed(qt, qk, ctr, now, K_STORE_PUT, p, 0)
+            succeed(qt, qk, ctr, now, K_STORE_PUT, p, 0)
             return
         else:  # M_PUT
             pi[p, P_MMA_PC], pi[p, P_MMA_TILE] = M_START, i + 1
 
 
 @numba.njit(_nrt=False)
-def _issuer_run(pi, pf, ci, sf, si, ihf, ihi, tf, ti, coupled, p, now, qt, qk, ctr):
-    """Resume producer p's epilogue role until it waits on an event; returns the stage it injected
-    into (whose admission shares are then stale), or -1."""
+def _issuer_run(pi, ci, sf, si, xf, xi, tf, ti, coupled, p, now, qt, qk, ctr):
+    """Resume producer p's epilogue role until it waits on an event."""
     while True:
         pc, i = pi[p, P_ISS_PC], pi[p, P_ISS_TILE]
         if pc == S_START:
             if pi[p, P_ISS_DONE] == pi[p, P_END] - pi[p, P_FIRST]:
                 pi[p, P_ISS_PC] = DONE
-                return -1
+                return
             pi[p, P_ISS_PC] = S_GOT
             _fifo_get(pi, p, now, qt, qk, ctr)
-            return -1
+            return
         elif pc == S_GOT:
             tf[T_ISS_START, i] = now
             pi[p, P_ISS_PC] = S_EPILOGUE
             if tf[T_EPILOGUE, i] > 0:
-                _timeout(qt, qk, ctr, now + tf[T_EPILOGUE, i], K_ISSUER, p)
-                return -1
+                timeout(qt, qk, ctr, now + tf[T_EPILOGUE, i], K_ISSUER, p)
+                return
         elif pc == S_EPILOGUE:
             pi[p, P_ISS_PC] = S_ISSUED
             if tf[T_BYTES, i] > 0:
                 g = pi[p, P_GPU]
                 pi[p, P_LAST_REMOTE], pi[p, P_EVENT] = i, i
-                _inject(sf[g], si[g], ihf, ihi, tf, pf, i, p, g, now, qt, qk, ctr)
-                return g
+                _inject(sf, si, xf, xi, tf, g, pi[p, P_COL], i, now, qt, qk, ctr)
+                return
             last = pi[p, P_LAST_REMOTE]
             if last >= 0 and ti[U_DRAINED, last] != DR_PROCESSED:
                 pi[p, P_EVENT] = last  # a local tile completes when the producer's stores have drained
             else:
                 pi[p, P_EVENT] = i
-                _succeed(qt, qk, ctr, now, K_DRAINED, i, 0)
+                succeed(qt, qk, ctr, now, K_DRAINED, i, 0)
                 ti[U_DRAINED, i] = DR_SCHEDULED
         elif pc == S_ISSUED:
             tf[T_ISS_END, i] = now
@@ -485,12 +340,12 @@ def _issuer_run(pi, pf, ci, sf, si, ihf, ihi, tf, ti, coupled, p, now, qt, qk, c
                 _add_callback(ti, event, i)
             pi[p, P_ISS_PC] = S_DRAINED
             if coupled and ti[U_DRAINED, event] != DR_PROCESSED:
-                return -1
+                return
         elif pc == S_DRAINED:
             pi[p, P_LEVEL] += 1  # Container.put(1): a slot is always free to return
             pi[p, P_ISS_PC] = S_PUT
-            _succeed(qt, qk, ctr, now, K_SLOT_PUT, p, 0)
-            return -1
+            succeed(qt, qk, ctr, now, K_SLOT_PUT, p, 0)
+            return
         else:  # S_PUT
             pi[p, P_ISS_PC] = S_START
             pi[p, P_ISS_DONE] += 1
@@ -527,14 +382,13 @@ def _drained_processed(pi, ci, ti, tf, event, now, qt, qk, ctr):
 # ---- the loop ------------------------------------------------------------------------------------
 
 @numba.njit(_nrt=False)
-def _process(kind, arg, gen, now, pi, pf, ci, sf, si, ihf, ihi, tf, ti, due, coupled, qt, qk, ctr):
-    """Run one entry's callbacks. Returns g >= 0 if stage g's drain woke (advanced and settled),
-    -2 - g if an issuer injected into stage g, else -1: in both cases the kernel then updates
-    the stage's admission shares (they need numba's runtime; these functions do not)."""
+def _process(kind, arg, gen, now, pi, pf, ci, sf, si, xf, xi, tf, ti, coupled, qt, qk, ctr):
+    """Run one entry's callbacks. Returns g >= 0 if stage g's drain ran and added a q(t)
+    breakpoint, else -1."""
     if kind == K_MMA:
         _mma_run(pi, pf, ci, tf, ti, arg, now, qt, qk, ctr)
     elif kind == K_ISSUER or kind == K_STORE_GET:
-        return -2 - _issuer_run(pi, pf, ci, sf, si, ihf, ihi, tf, ti, coupled, arg, now, qt, qk, ctr)
+        _issuer_run(pi, ci, sf, si, xf, xi, tf, ti, coupled, arg, now, qt, qk, ctr)
     elif kind == K_STORE_PUT:  # callbacks: Store._trigger_get, then the mma resumes
         if pi[arg, P_ISS_GETTING] == 1:
             _fifo_get(pi, arg, now, qt, qk, ctr)
@@ -543,33 +397,21 @@ def _process(kind, arg, gen, now, pi, pf, ci, sf, si, ihf, ihi, tf, ti, due, cou
         if pi[arg, P_MMA_GETTING] == 1:
             pi[arg, P_MMA_GETTING] = 0
             _slot_get(pi, arg, now, qt, qk, ctr)
-        return -2 - _issuer_run(pi, pf, ci, sf, si, ihf, ihi, tf, ti, coupled, arg, now, qt, qk, ctr)
+        _issuer_run(pi, ci, sf, si, xf, xi, tf, ti, coupled, arg, now, qt, qk, ctr)
     elif kind == K_DRAINED:  # callbacks: on_drained, then (completion-coupled) the issuer resumes
         _drained_processed(pi, ci, ti, tf, arg, now, qt, qk, ctr)
         p = ti[U_PRODUCER, arg]
         if coupled and pi[p, P_ISS_PC] == S_DRAINED and pi[p, P_EVENT] == arg:
-            return -2 - _issuer_run(pi, pf, ci, sf, si, ihf, ihi, tf, ti, coupled, p, now, qt, qk, ctr)
+            _issuer_run(pi, ci, sf, si, xf, xi, tf, ti, coupled, p, now, qt, qk, ctr)
     elif kind == K_WAKE:
         if gen == si[arg, I_GEN]:
             if si[arg, I_MODE] != MODE_WAKE_ONLY:
-                _fire_condition(si[arg], arg, now, qt, qk, ctr)
-            else:
-                _drain_wake(sf[arg], si[arg], ihf, ihi, tf, ti, due, now, qt, qk, ctr)
+                _fire_condition(si, arg, now, qt, qk, ctr)
+            elif _drain_run(sf, si, xf, xi, tf, ti, arg, now, qt, qk, ctr):
                 return arg
-    else:  # K_DRAIN
-        _drain_wake(sf[arg], si[arg], ihf, ihi, tf, ti, due, now, qt, qk, ctr)
+    elif _drain_run(sf, si, xf, xi, tf, ti, arg, now, qt, qk, ctr):  # K_DRAIN
         return arg
     return -1
-
-
-@numba.njit(_nrt=False)
-def _fire_condition_of(si, g, now, qt, qk, ctr):
-    _fire_condition(si[g], g, now, qt, qk, ctr)
-
-
-@numba.njit(_nrt=False)
-def _drain_sleep_of(sf, si, g, ihf, tf, now, ctr):
-    return _drain_sleep(sf[g], si[g], ihf, tf, now, ctr)
 
 
 @numba.njit(_nrt=False, inline="always")
@@ -589,47 +431,46 @@ def _timer_first(sf, si, g, qt, qk, j):
     if g < 0:
         return False
     t = sf[g, F_TIMER]
-    return j < 0 or t < qt[j] or (t == qt[j] and si[g, I_TIMER_KEY] < qk[j, Q_KEY])
+    return j < 0 or t < qt[j] or (t == qt[j] and si[g, I_TIMER_KEY] < qk[j, event_queue.Q_KEY])
 
 
-def _kernel(pi, pf, ci, sf, si, ihf, ihi, tf, ti, due, coupled, qt, qk, ctr, trace_t, trace_q, trace_g, n):
+def _kernel(pi, pf, ci, sf, si, xf, xi, tf, ti, coupled, qt, qk, ctr, trace_t, trace_q, trace_g, n):
     """Run the processes until none is left or the trace buffers are full; returns the number of
     q(t) breakpoints (t, q, stage) written so far. Called again, it resumes where it stopped."""
-    if ctr[C_EID] == 0:  # SimPy creates the X-Stages' drains, then each producer's two roles
+    if ctr[event_queue.C_EID] == 0:  # SimPy creates the X-Stages' drains, then each producer's two roles
         for g in range(sf.shape[0]):
-            _ring_push(qt, qk, ctr, 0.0, URGENT, K_DRAIN, g, 0)
+            ring_push(qt, qk, ctr, 0.0, URGENT, K_DRAIN, g, 0)
         for p in range(pi.shape[0]):
-            _ring_push(qt, qk, ctr, 0.0, URGENT, K_MMA, p, 0)
-            _ring_push(qt, qk, ctr, 0.0, URGENT, K_ISSUER, p, 0)
+            ring_push(qt, qk, ctr, 0.0, URGENT, K_MMA, p, 0)
+            ring_push(qt, qk, ctr, 0.0, URGENT, K_ISSUER, p, 0)
     while n < trace_t.shape[0]:
-        g, j = _next_timer(sf, si), _peek(qt, qk, ctr)
+        g, j = _next_timer(sf, si), peek(qt, qk, ctr)
         if _timer_first(sf, si, g, qt, qk, j):
             now = sf[g, F_TIMER]
             sf[g, F_TIMER] = INF
-            _fire_condition_of(si, g, now, qt, qk, ctr)
+            _fire_condition(si, g, now, qt, qk, ctr)
             continue
         if j < 0:
             break
-        j = _take(qt, qk, ctr, j)
+        j = take(qt, qk, ctr, j)
         now = qt[j]
-        r = _process(qk[j, Q_KIND], qk[j, Q_ARG], qk[j, Q_GEN], now,
-                     pi, pf, ci, sf, si, ihf, ihi, tf, ti, due, coupled, qt, qk, ctr)
-        g = r if r >= 0 else -2 - r
+        g = _process(qk[j, event_queue.Q_KIND], qk[j, event_queue.Q_ARG], qk[j, event_queue.Q_GEN], now,
+                     pi, pf, ci, sf, si, xf, xi, tf, ti, coupled, qt, qk, ctr)
         if g >= 0:
-            _shares(sf, si, g, ihf)
-        if r >= 0 and _drain_sleep_of(sf, si, r, ihf, tf, now, ctr):
-            trace_t[n], trace_q[n], trace_g[n] = now, sf[r, F_Q], r
+            trace_t[n], trace_q[n], trace_g[n] = now, sf[g, F_TRACE_Q], g
             n += 1
     return n
 
 
-def _fluid_digest() -> str:
-    return hashlib.sha1(inspect.getsource(fluid).encode()).hexdigest()[:12]
+def _digest() -> str:
+    """Of the modules whose functions the kernel links in (numba's own stamp covers this file only)."""
+    source = inspect.getsource(fluid) + inspect.getsource(event_queue)
+    return hashlib.sha1(source.encode()).hexdigest()[:12]
 
 
-# The one cached compile. Its cache file is named after fluid.py's digest, so editing the shared
-# arithmetic recompiles the loop (numba's own stamp covers only this file).
-_kernel.__qualname__ = f"_kernel_fluid_{_fluid_digest()}"
+# The one cached compile. Its cache file is named after the digest, so editing the shared
+# arithmetic or the queue recompiles the loop.
+_kernel.__qualname__ = f"_kernel_{_digest()}"
 _kernel = numba.njit(cache=True)(_kernel)
 
 
@@ -648,43 +489,45 @@ def _tile_arrays(w: Workload) -> tuple[np.ndarray, np.ndarray]:
     return tf, ti
 
 
-def _producer_arrays(w: Workload) -> tuple[np.ndarray, np.ndarray]:
-    pi = np.zeros((w.n_producers, 17), np.int64)
+def _stage_arrays(w: Workload) -> tuple[np.ndarray, ...]:
+    """Per stage (sf, si) and per producer column (xf, xi), columns by stage in producer order."""
+    n_g = len(w.xstages)
+    si = np.zeros((n_g, 7), np.int64)
+    si[:, I_SIZE] = np.bincount(w.producer_gpu, minlength=n_g)
+    si[:, I_BASE] = np.concatenate([[0], np.cumsum(si[:, I_SIZE])[:-1]])
+    sf = np.zeros((n_g, 6))
+    sf[:, F_TIMER] = INF
+    sf[:, F_CAP] = [x.capacity_bytes / max(int(n), 1) for x, n in zip(w.xstages, si[:, I_SIZE])]
+    sf[:, F_RATE] = [x.drain_bytes_per_us for x in w.xstages]
+    producers = np.argsort(w.producer_gpu, kind="stable")  # column -> producer
+    xf = np.zeros((9, w.n_producers))
+    xf[X_WEIGHT] = np.asarray(w.producer_weight, dtype=float)[producers]
+    xf[X_MARK] = INF
+    xi = np.full((5, w.n_producers), -1, np.int64)
+    xi[Y_PRODUCER] = producers
+    xi[Y_ORDER] = np.arange(w.n_producers) - np.repeat(si[:, I_BASE], si[:, I_SIZE])
+    return sf, si, xf, xi
+
+
+def _producer_arrays(w: Workload, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    pi = np.zeros((w.n_producers, 18), np.int64)
     pi[:, P_FIRST] = pi[:, P_MMA_TILE] = pi[:, P_FIFO_HEAD] = pi[:, P_FIFO_TAIL] = w.offsets[:-1]
     pi[:, P_END], pi[:, P_GPU], pi[:, P_LEVEL], pi[:, P_WAIT_NEXT] = w.offsets[1:], w.producer_gpu, w.slots, -1
     pi[:, P_LAST_REMOTE] = -1
-    pf = np.zeros((w.n_producers, 3))
-    pf[:, PF_WEIGHT] = w.producer_weight
-    return pi, pf
-
-
-def _stage_arrays(w: Workload) -> tuple[np.ndarray, np.ndarray]:
-    n_g = len(w.xstages)
-    sf = np.zeros((n_g, 10))
-    sf[:, F_TIMER] = INF
-    sf[:, F_CAP] = [x.capacity_bytes for x in w.xstages]
-    sf[:, F_RATE] = [x.drain_bytes_per_us for x in w.xstages]
-    si = np.zeros((n_g, 10), np.int64)
-    si[:, I_MARK_HEAD] = si[:, I_MARK_TAIL] = -1
-    si[:, I_SIZE] = np.bincount(w.producer_gpu, minlength=n_g)
-    si[:, I_BASE] = np.concatenate([[0], np.cumsum(si[:, I_SIZE])[:-1]])
-    return sf, si
+    pi[columns, P_COL] = np.arange(w.n_producers)
+    return pi, np.zeros((w.n_producers, 2))
 
 
 def _arrays(w: Workload) -> tuple:
     """The kernel's arguments: the workload and the initial state of every entity."""
     tf, ti = _tile_arrays(w)
-    sf, si = _stage_arrays(w)
-    pi, pf = _producer_arrays(w)
+    sf, si, xf, xi = _stage_arrays(w)
+    pi, pf = _producer_arrays(w, xi[Y_PRODUCER])
     ci = np.zeros((w.n_counters, 4), np.int64)
     ci[:, CI_HEAD] = ci[:, CI_TAIL] = -1
     ci[:, CI_MIN_WAIT] = INT_MAX
-    ihf = np.zeros((4, w.n_producers))
-    ihf[H_PHI] = 1.0
-    queue = 8 * w.n_producers + 8 * len(w.xstages) + 1024  # live entries: a few per process, with room
-    return (pi, pf, ci, sf, si, ihf, np.zeros((2, w.n_producers), np.int64), tf, ti,
-            np.zeros(w.n_producers, np.int64), w.coupling == "completion-coupled",
-            np.zeros(2 * queue), np.zeros((2 * queue, 4), np.int64), np.zeros(4, np.int64))
+    queue = event_queue.empty(8 * w.n_producers + 8 * len(w.xstages) + 1024)  # a few per process, with room
+    return (pi, pf, ci, sf, si, xf, xi, tf, ti, w.coupling == "completion-coupled", *queue)
 
 
 def _run_kernel(args: tuple, n_tiles: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -704,14 +547,15 @@ def run(workload: Workload, trace: bool = True) -> SimResult:
     w = workload
     args = _arrays(w)
     trace_t, trace_q, trace_g = _run_kernel(args, w.n_tiles)
-    ci, tf = args[2], args[7]
+    ci, si, xf, tf = args[2], args[4], args[5], args[7]
     times = TileTimes(*(tf[row].copy() for row in range(T_DEP_WAIT + 1)))
     _check_finished(w, times, types.SimpleNamespace(value=ci[:, CI_VALUE].tolist()))
     traces = [None] * len(w.xstages)
     if trace:
         traces = [(np.concatenate([[0.0], trace_t[trace_g == g]]), np.concatenate([[0.0], trace_q[trace_g == g]]))
                   for g in range(len(w.xstages))]
-    return SimResult(workload=w, times=times, traces=traces, engine="fast")
+    drained = [float(xf[X_DRAINED, base:base + size].sum()) for base, size in si[:, [I_BASE, I_SIZE]]]
+    return SimResult(workload=w, times=times, traces=traces, engine="fast", drained_bytes=drained)
 
 
 def warm_up() -> None:

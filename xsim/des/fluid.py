@@ -27,7 +27,6 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-import numpy as np
 
 # Thresholds are relative to the magnitude they compare (bytes or microseconds).
 REL_TOL = 1e-12
@@ -38,11 +37,27 @@ def due(dt: float, now: float) -> bool:
     return dt <= REL_TOL * max(1.0, now)
 
 
-def flows(q, left, rate, weight, cap: float, drain: float, n: int, out, inj) -> None:
-    """Fill ``out[:n]`` (drain rates) and ``inj[:n]`` (injection rates) for the current state."""
-    key = np.empty(n)  # demand per unit weight; inf: takes whatever it is given
+def sort_by_key(key, order, n: int) -> None:
+    """Insertion-sort ``order[:n]`` (indices into ``key``) by (key, index): a stable sort's order.
+
+    ``order`` keeps the previous call's order, so this is O(n) when few keys have changed."""
+    for m in range(1, n):
+        i = order[m]
+        k = key[i]
+        j = m
+        while j > 0 and (key[order[j - 1]] > k or (key[order[j - 1]] == k and order[j - 1] > i)):
+            order[j] = order[j - 1]
+            j -= 1
+        order[j] = i
+
+
+def flows(q, left, rate, weight, cap: float, drain: float, n: int, out, inj, key, order) -> None:
+    """Fill ``out[:n]`` (drain rates) and ``inj[:n]`` (injection rates) for the current state.
+
+    ``key`` (float) and ``order`` (int) are the caller's scratch arrays of length n; ``order``
+    must hold a permutation of 0..n-1 (start from ``np.arange(n)``) and is kept between calls."""
     total_w = 0.0
-    for i in range(n):
+    for i in range(n):  # key: demand per unit weight; inf: takes whatever it is given
         out[i] = 0.0
         if q[i] > 0.0:
             key[i] = math.inf
@@ -52,7 +67,7 @@ def flows(q, left, rate, weight, cap: float, drain: float, n: int, out, inj) -> 
             key[i] = -1.0  # wants nothing
             continue
         total_w += weight[i]
-    order = np.argsort(key, kind="mergesort")
+    sort_by_key(key, order, n)
     budget = drain
     for m in range(n):
         i = order[m]

@@ -40,6 +40,7 @@ class XStage:
         self.cap = capacity / max(n, 1)
         self.q, self.drained, self.left, self.rate = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
         self.out, self.inj = np.zeros(n), np.zeros(n)
+        self.key, self.order = np.zeros(n), np.arange(n)  # flows' scratch; order persists between calls
         self.weight = np.asarray(weight, dtype=float)[producers] if n else np.zeros(0)
         self.mark = np.full(n, np.inf)               # each producer's oldest undrained mark
         self._marks: list[list] = [[] for _ in range(n)]  # FIFO of (mark, event) per producer
@@ -67,7 +68,8 @@ class XStage:
         return issued, drained
 
     def _flows(self) -> None:
-        F.flows(self.q, self.left, self.rate, self.weight, self.cap, self.drain_rate, self.n, self.out, self.inj)
+        F.flows(self.q, self.left, self.rate, self.weight, self.cap, self.drain_rate, self.n, self.out, self.inj,
+                self.key, self.order)
 
     def _advance(self) -> None:
         F.advance(self.q, self.drained, self.left, self.out, self.inj, self.cap, self.n, self.env.now - self.t_last)
