@@ -53,7 +53,7 @@ F_T_LAST, F_TRACE_T, F_TRACE_Q, F_TIMER, F_CAP, F_RATE = range(6)             # 
 I_GEN, I_MODE, I_COND, I_WOKEN, I_SIZE, I_BASE, I_TIMER_KEY = range(7)        # si columns
 MODE_WAKE_ONLY, MODE_COND = 1, 2   # the drain sleeps on its wake event / on (timeout | wake)
 X_Q, X_DRAINED, X_LEFT, X_RATE, X_OUT, X_INJ, X_WEIGHT, X_MARK, X_KEY = range(9)  # xf rows: XStage's arrays
-Y_ORDER, Y_PRODUCER, Y_ISSUING, Y_MARK_HEAD, Y_MARK_TAIL = range(5)  # xi rows: flows' order, producer,
+Y_ORDER, Y_PRODUCER, Y_ISSUING, Y_MARK_HEAD, Y_MARK_TAIL = range(5)  # xi rows: flows' scratch, producer,
 # the tile it issues (-1: none), its FIFO of drain marks (head, tail)
 # tf rows: TileTimes fields in order, then the drain mark and the workload's float columns
 (T_ML_START, T_ML_END, T_ISS_START, T_ISS_END, T_DRAIN_END, T_STALL, T_DEP_WAIT, T_MARK,
@@ -471,7 +471,7 @@ def _digest() -> str:
 # The one cached compile. Its cache file is named after the digest, so editing the shared
 # arithmetic or the queue recompiles the loop.
 _kernel.__qualname__ = f"_kernel_{_digest()}"
-_kernel = numba.njit(cache=True)(_kernel)
+_kernel = numba.njit(cache=True, _nrt=False)(_kernel)
 
 
 # ---- Python side: arrays in, SimResult out --------------------------------------------------------
@@ -505,7 +505,6 @@ def _stage_arrays(w: Workload) -> tuple[np.ndarray, ...]:
     xf[X_MARK] = INF
     xi = np.full((5, w.n_producers), -1, np.int64)
     xi[Y_PRODUCER] = producers
-    xi[Y_ORDER] = np.arange(w.n_producers) - np.repeat(si[:, I_BASE], si[:, I_SIZE])
     return sf, si, xf, xi
 
 

@@ -37,53 +37,47 @@ def due(dt: float, now: float) -> bool:
     return dt <= REL_TOL * max(1.0, now)
 
 
-def sort_by_key(key, order, n: int) -> None:
-    """Insertion-sort ``order[:n]`` (indices into ``key``) by (key, index): a stable sort's order.
-
-    ``order`` keeps the previous call's order, so this is O(n) when few keys have changed."""
-    for m in range(1, n):
-        i = order[m]
-        k = key[i]
-        j = m
-        while j > 0 and (key[order[j - 1]] > k or (key[order[j - 1]] == k and order[j - 1] > i)):
-            order[j] = order[j - 1]
-            j -= 1
-        order[j] = i
-
-
 def flows(q, left, rate, weight, cap: float, drain: float, n: int, out, inj, key, order) -> None:
     """Fill ``out[:n]`` (drain rates) and ``inj[:n]`` (injection rates) for the current state.
 
-    ``key`` (float) and ``order`` (int) are the caller's scratch arrays of length n; ``order``
-    must hold a permutation of 0..n-1 (start from ``np.arange(n)``) and is kept between calls."""
-    total_w = 0.0
-    for i in range(n):  # key: demand per unit weight; inf: takes whatever it is given
+    The drain is water-filled in increasing demand per unit weight (``key``), ties by index:
+    first the issuers with nothing outstanding (finite key, ``rate / weight``: their stores pass
+    straight through while that fits under the water level), then the producers with bytes
+    outstanding (infinite key: they take what is left, by weight). ``key`` (float) and
+    ``order`` (int) are the caller's scratch arrays of length n: nothing is allocated. The
+    finite keys are insertion-sorted as they are found, O(f^2) for f of them, which beats a
+    full sort because few issuers have nothing outstanding at once.
+    """
+    total_w, f, backlog = 0.0, 0, False
+    for i in range(n):
         out[i] = 0.0
         if q[i] > 0.0:
-            key[i] = math.inf
-        elif left[i] > 0.0:
+            backlog = True
+        elif left[i] > 0.0:  # insert i among the finite keys, after those <= its own (stable)
             key[i] = rate[i] / weight[i]
+            m = f
+            while m > 0 and key[order[m - 1]] > key[i]:
+                order[m] = order[m - 1]
+                m -= 1
+            order[m] = i
+            f += 1
         else:
-            key[i] = -1.0  # wants nothing
-            continue
+            continue  # wants nothing
         total_w += weight[i]
-    sort_by_key(key, order, n)
-    budget = drain
-    for m in range(n):
+    budget, m, level = drain, 0, 0.0
+    while m < f and key[order[m]] <= budget / total_w:  # passes straight through
         i = order[m]
-        if key[i] < 0.0:
-            continue
+        out[i] = rate[i]
+        budget -= rate[i]
+        total_w -= weight[i]
+        m += 1
+    if m < f or backlog:
         level = budget / total_w
-        if key[i] <= level:  # an issuer whose stores pass straight through
-            out[i] = rate[i]
-            budget -= rate[i]
-            total_w -= weight[i]
-        else:
-            for m2 in range(m, n):
-                j = order[m2]
-                out[j] = level * weight[j]
-            break
+        for m2 in range(m, f):
+            out[order[m2]] = level * weight[order[m2]]
     for i in range(n):
+        if q[i] > 0.0:
+            out[i] = level * weight[i]
         if left[i] <= 0.0:
             inj[i] = 0.0
         elif q[i] < cap:

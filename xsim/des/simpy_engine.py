@@ -40,7 +40,7 @@ class XStage:
         self.cap = capacity / max(n, 1)
         self.q, self.drained, self.left, self.rate = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
         self.out, self.inj = np.zeros(n), np.zeros(n)
-        self.key, self.order = np.zeros(n), np.arange(n)  # flows' scratch; order persists between calls
+        self.key, self.order = np.zeros(n), np.zeros(n, dtype=np.int64)  # flows' scratch
         self.weight = np.asarray(weight, dtype=float)[producers] if n else np.zeros(0)
         self.mark = np.full(n, np.inf)               # each producer's oldest undrained mark
         self._marks: list[list] = [[] for _ in range(n)]  # FIFO of (mark, event) per producer
