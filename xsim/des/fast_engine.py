@@ -21,7 +21,9 @@ so the results are equal bit for bit (the tests allow 1e-9).
 
 State is a few 2-D arrays with named rows or columns: per stage ``sf``/``si``; per producer
 column of its stage ``xf``/``xi`` (the X-Stage's per-producer arrays); per tile ``tf``/``ti``
-(workload inputs and results); per producer ``pi``/``pf``; per counter ``ci``. The kernel
+(workload inputs and results); per producer ``pi``/``pf``; per counter ``ci``. Nothing
+allocates, so everything, the kernel included, is compiled without numba's runtime
+(``_nrt=False``: no reference counting of the ~15 arrays passed on every event). The kernel
 alone is cached (``cache=True``); its cache file carries a digest of fluid.py and
 event_queue.py, whose functions it links in.
 """
