@@ -22,7 +22,7 @@ Per tile:
   drained (and never before its issue end).
 
 Per producer, ``producer_weight`` is its arbitration weight when the X-Stage is full (see
-:func:`xsim.des.fluid.shares`); equal weights share the drain fairly.
+:func:`xsim.des.fluid.flows`); equal weights share the drain fairly.
 """
 
 from __future__ import annotations
