@@ -26,6 +26,8 @@ from xsim.des import fast_engine, simpy_engine
 from xsim.platform import resolve_platform
 from xsim.scenario import load_scenario
 
+from provenance import commit_note  # benchmarks/ is the script's folder
+
 SETS = ["producers=132", "bursts=200"]
 
 
@@ -84,15 +86,6 @@ def same_tables(a, b) -> float:
     return worst
 
 
-def _commit() -> str:
-    """The commit measured, and whether the tree had local changes."""
-    import subprocess
-
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--short", "--untracked-files=no"], capture_output=True, text=True).stdout
-    return f"commit {head}" + (" + local changes" if dirty.strip() else "")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
@@ -118,7 +111,7 @@ def main() -> None:
     assert scenario.summarize(reference) == scenario.summarize(fast)
 
     result = {
-        "scenario": "periodic", "sets": SETS, "platform": platform.name, "commit": _commit(),
+        "scenario": "periodic", "sets": SETS, "platform": platform.name, "commit": commit_note(),
         "tiles": workload.n_tiles, "producers": workload.n_producers,
         "simpy_s": simpy_s, "simpy_events": events, "simpy_events_per_s": events / simpy_s,
         "fast_s": fast_s, "fast_first_call_s": warm_s, "speedup": simpy_s / fast_s,

@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from provenance import commit_note  # benchmarks/ is the script's folder
+
 GRID_168 = ["--grid", "gap_us=0:6.5:0.5", "--grid", "burst_bytes=4KB:48KB:4KB"]            # 14 x 12
 GRID_672 = ["--grid", "gap_us=0:6.5:0.5", "--grid", "burst_bytes=1KB:48KB:1KB"]            # 14 x 48
 
@@ -48,13 +50,6 @@ def run_sweep(grid: list[str], jobs: int, extra: list[str]) -> dict:
     return {"argv": argv, "rows": rows, "process_wall_s": total, **stats, "document": json.loads(proc.stdout)}
 
 
-def _commit() -> str:
-    """The commit measured, and whether the tree had local changes."""
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--short", "--untracked-files=no"], capture_output=True, text=True).stdout
-    return f"commit {head}" + (" + local changes" if dirty.strip() else "")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=2)
@@ -66,7 +61,7 @@ def main() -> None:
 
     small = run_sweep(GRID_168, args.jobs, extra)
     large = run_sweep(GRID_672, args.jobs, extra)
-    result = {"jobs": args.jobs, "cores": os.cpu_count(), "sets": args.set, "commit": _commit(),
+    result = {"jobs": args.jobs, "cores": os.cpu_count(), "sets": args.set, "commit": commit_note(),
               "load_average_1_5_15": os.getloadavg(),
               "sweep_168": small, "sweep_672": large}
     args.out.mkdir(parents=True, exist_ok=True)
