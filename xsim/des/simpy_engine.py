@@ -85,7 +85,6 @@ class XStage:
                 self._issued[i] = None
                 self.rate[i] = 0.0
                 self._marks[i].append((self.drained[i] + self.q[i], drained))
-                self.mark[i] = self._marks[i][0][0]
                 issued.succeed()
         for i in range(self.n):  # drain marks, per producer in order
             marks = self._marks[i]
