@@ -13,7 +13,9 @@ import numpy as np
 
 from calibration.records import Record
 from xsim.builders import microbench
+from xsim.closedform import isolated_burst, steady_state
 from xsim.platform import Platform
+from xsim.units import drain_time_us
 
 
 @dataclass(frozen=True)
@@ -71,15 +73,14 @@ def mode_aware(record: Record, platform: Platform) -> dict:
     """
     p = record.params
     k, b = int(p["producers"]), float(p["burst_bytes"])
-    volume = k * b
+    volume, r = k * b, platform.drain_rate_gbps
     t0 = platform.t_iss0_us(k, b)
-    drain_us = volume / (platform.drain_rate_gbps * 1e3)
     gap = effective_gap_us(record, platform)
     if record.kind == "isolated" or p["aligned"]:
-        issue = max(t0, (volume - platform.capacity_bytes(k)) / (platform.drain_rate_gbps * 1e3))
-        period = max(issue + gap, drain_us)
+        issue = isolated_burst(volume, t0, r, platform.capacity_bytes(k)).t_issue_isolated_us
+        period = max(issue + gap, drain_time_us(volume, r))
     else:
-        issue = max(t0, drain_us - gap)
+        issue = steady_state(volume, gap, t0, r).t_issue_us
         period = issue + gap
     out = {"issue_us": issue}
     if record.kind != "isolated":

@@ -17,6 +17,7 @@ from calibration.dataset import Split, choose_mechanism, split, store_records
 from calibration.records import Record, RecordSet
 from calibration.stages import FitError, StageFit
 from xsim.platform import CapacityModel, IssueModel
+from xsim.units import drain_time_us, gbps_to_bytes_per_us
 
 STATISTICS = ("mean", "median")
 
@@ -102,7 +103,7 @@ def _start(p: Points) -> tuple[float, np.ndarray, dict[int, float]]:
     knees = {}
     for k in sorted({int(x) for x in p.producers[p.isolated]}):
         m = p.isolated & (p.producers == k)
-        knees[k] = float(np.max(p.volume_bytes[m] - r * 1e3 * p.issue_us[m]))
+        knees[k] = float(np.max(p.volume_bytes[m] - gbps_to_bytes_per_us(r) * p.issue_us[m]))
     return r, theta, knees
 
 
@@ -110,8 +111,8 @@ def _issue_points(p: Points, r: float, theta, q: np.ndarray) -> np.ndarray:
     """Recovered plateau: isolated or gap >= 1.1 G*, and q_peak <= 0.9 Q (the gap as spun;
     the loop and barrier costs only add recovery time)."""
     t0 = _t0(theta, p)
-    v_over_r = p.volume_bytes / (r * 1e3)
-    q_peak = p.volume_bytes - r * 1e3 * t0
+    v_over_r = drain_time_us(p.volume_bytes, r)
+    q_peak = p.volume_bytes - gbps_to_bytes_per_us(r) * t0
     recovered = p.isolated | (p.gap_us >= stages.RECOVERED_GAP_MARGIN * (v_over_r - t0))
     return recovered & (q_peak <= stages.CAPACITY_MARGIN * q)
 
@@ -123,7 +124,7 @@ def _drain_points(p: Points, r: float, theta, overhead_us: np.ndarray) -> np.nda
     fast producers finish early, so K / mean period is not the aggregate drain (docs/calibration.md).
     """
     t0 = _t0(theta, p)
-    v_over_r = p.volume_bytes / (r * 1e3)
+    v_over_r = drain_time_us(p.volume_bytes, r)
     return ~p.isolated & p.aligned & (p.gap_us == 0) & (v_over_r >= stages.DRAIN_LIMITED_MARGIN * (t0 + overhead_us))
 
 
@@ -150,7 +151,7 @@ def _knee_fits(p: Points, r: float, theta) -> dict[int, StageFit]:
         m = p.isolated & (p.producers == k)
         knee = stages.fit_knee(t0[m], p.volume_bytes[m], r, p.issue_us[m])
         q = knee.values[0] * 2**20
-        if np.any((p.volume_bytes[m] - q) / (r * 1e3) > t0[m]):
+        if np.any(drain_time_us(p.volume_bytes[m] - q, r) > t0[m]):
             out[k] = knee
     return out
 

@@ -24,6 +24,7 @@ import numpy as np
 from scipy import optimize, stats
 
 from xsim.platform import CapacityModel, IssueModel
+from xsim.units import bytes_per_us_to_gbps, drain_time_us, gbps_to_bytes_per_us
 
 ITERATIONS = 4
 DRAIN_LIMITED_MARGIN = 1.25
@@ -59,7 +60,7 @@ class StageFit:
 
 # ---- model functions and pure residuals ---------------------------------------------------
 def drain_period_us(drain_rate_gbps: float, volume_bytes: np.ndarray) -> np.ndarray:
-    return volume_bytes / (drain_rate_gbps * 1e3)
+    return drain_time_us(volume_bytes, drain_rate_gbps)
 
 
 def period_residuals(theta, volume_bytes, period_us):
@@ -127,7 +128,7 @@ def fit_drain(volume_bytes, period_us) -> StageFit:
     """R from T_period = V / R; starting value from the total volume over the total time."""
     if len(volume_bytes) < 2:
         raise FitError("fitting R needs at least two drain-limited zero-gap periodic points")
-    r0 = float(np.sum(volume_bytes) / np.sum(period_us) * 1e-3)
+    r0 = float(bytes_per_us_to_gbps(np.sum(volume_bytes) / np.sum(period_us)))
     return _stage(period_residuals, [r0], (volume_bytes, period_us), ("drain_rate_gbps",), [1e-3], [1e6])
 
 
@@ -185,7 +186,7 @@ def _two_rate(one: StageFit, args) -> StageFit | None:
 
 def fit_knee(t_iss0_us, volume_bytes, drain_rate_gbps, issue_us) -> StageFit:
     """Q_K for one K: start where the knee is, q_peak at the most backpressured point."""
-    q0 = float(np.max(volume_bytes - drain_rate_gbps * 1e3 * issue_us)) / 2**20
+    q0 = float(np.max(volume_bytes - gbps_to_bytes_per_us(drain_rate_gbps) * issue_us)) / 2**20
     return _stage(isolated_residuals, [max(q0, 1e-3)], (t_iss0_us, volume_bytes, drain_rate_gbps, issue_us),
                   ("capacity_mib",), [1e-6], [1e6])
 
@@ -202,14 +203,14 @@ def issue_model(fit: StageFit, producers_seen) -> IssueModel:
     """IssueModel from the T_iss0 stage; a branch that binds at no K seen is left out (None)."""
     if len(fit.values) == 4:  # two-rate form: [t_fixed, u_producer, fast_kib, u_fast]
         t_fixed, u_p, fast_kib, u_fast = fit.values
-        to_gbps = lambda u: KIB / (u * 1e3)  # noqa: E731  us per KiB -> GB/s
+        to_gbps = lambda u: bytes_per_us_to_gbps(KIB / u)  # noqa: E731  us per KiB -> GB/s
         return IssueModel(t_fixed_us=t_fixed, producer_issue_gbps=to_gbps(u_p), fast_bytes=fast_kib * KIB,
                           fast_issue_gbps=to_gbps(u_fast))
     t_fixed, u_p, u_a = fit.values[:3]
     ks = np.asarray(sorted(producers_seen), float)
     producer_binds = np.any(u_p >= ks * u_a) and u_p > 0
     aggregate_binds = np.any(ks * u_a > u_p) and u_a > 0
-    to_gbps = lambda u: KIB / (u * 1e3)  # noqa: E731  us per KiB -> GB/s
+    to_gbps = lambda u: bytes_per_us_to_gbps(KIB / u)  # noqa: E731  us per KiB -> GB/s
     return IssueModel(t_fixed_us=t_fixed,
                       producer_issue_gbps=to_gbps(u_p) if producer_binds else None,
                       aggregate_issue_gbps=to_gbps(u_a) if aggregate_binds else None)

@@ -15,6 +15,7 @@ import numpy as np
 
 from xsim.platform import CapacityModel, IssueModel, Platform
 from xsim.report.des_runs import micro_params, simulate_point
+from xsim.units import drain_time_us
 
 KIB = 1024
 SYNTHETIC_PLATFORM = {"gpu": "synthetic (xsim DES)", "gpu_count": 2, "sms": 132, "sm_clock_mhz": 1980,
@@ -82,7 +83,7 @@ def _baselines(platform: Platform, rng, start: int) -> list[dict]:
     for i, (kind, factor) in enumerate((("ce-copy", 1.05), ("nccl", 0.9))):
         gbps = platform.drain_rate_gbps * factor
         nbytes = 256 << 20
-        t_us = nbytes / (gbps * 1e3)
+        t_us = drain_time_us(nbytes, gbps)
         out.append({"schema": "xstage.record/1", "experiment": "micro", "kind": kind,
                     "params": {"producers": 1, "burst_bytes": nbytes, "gap_us": 0.0, "bursts": 10,
                                "warmup_bursts": 2, "aligned": False, "mechanism": kind if kind == "nccl"
@@ -112,7 +113,7 @@ def synthetic_records(platform: Platform | None = None, plan: SyntheticPlan = Sy
             for b in plan.rfit_bytes:
                 _add(out, "periodic", k, b, 0.0, aligned, platform, plan, rng)
         for k, b in plan.gap_configs:
-            period0_us = k * b / (platform.drain_rate_gbps * 1e3)  # the plan's P0, from V/R
+            period0_us = drain_time_us(k * b, platform.drain_rate_gbps)  # the plan's P0, from V/R
             for frac in plan.gap_fracs[1:]:
                 _add(out, "periodic", k, b, round(frac * period0_us, 3), aligned, platform, plan, rng)
     for k in plan.producers:

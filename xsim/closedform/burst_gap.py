@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xsim.units import drain_time_us, gbps_to_bytes_per_us
+from xsim.units import bytes_per_us_to_gbps, drain_time_us, gbps_to_bytes_per_us
 
 
 def pos(x: float) -> float:
@@ -92,6 +92,6 @@ def design_test(
     capacity_bytes: float,
 ) -> DesignTest:
     """Eq. 10, the two bounds of the X-Stage design test."""
-    rate = volume_bytes / (t_iss0_us + gap_us) * 1e-3  # bytes/us -> GB/s
+    rate = bytes_per_us_to_gbps(volume_bytes / (t_iss0_us + gap_us))
     q_peak = isolated_burst(volume_bytes, t_iss0_us, drain_rate_gbps, capacity_bytes).q_peak_bytes
     return DesignTest(rate, rate <= drain_rate_gbps, q_peak, q_peak <= capacity_bytes)

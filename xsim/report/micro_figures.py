@@ -10,6 +10,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from xsim.report.micro import REFERENCE_BURST_BYTES, REFERENCE_PRODUCERS, MicroReport, Row
+from xsim.units import drain_time_us
 
 MODE = {True: ("aligned", "circle", "#1f77b4"), False: ("free-running", "diamond", "#d62728")}
 MODEL_STYLE = {"fluid": "dot", "mode-aware": "solid", "des": "dash"}
@@ -106,7 +107,7 @@ def fig_d_period_vs_volume(rep: MicroReport) -> go.Figure:
                                      mode="markers", name=f"K={k} {name}", marker=dict(symbol=symbol, size=8)))
     v = sorted({r.volume_bytes for r in zero})
     r_gbps = rep.platform.drain_rate_gbps
-    fig.add_trace(go.Scatter(x=[x / MIB for x in v], y=[x / (r_gbps * 1e3) for x in v], mode="lines",
+    fig.add_trace(go.Scatter(x=[x / MIB for x in v], y=[drain_time_us(x, r_gbps) for x in v], mode="lines",
                              name=f"V/R, R = {r_gbps:.1f} GB/s", line=dict(color="black")))
     return _layout(fig, "(d) zero-gap period vs volume across K x B splits", "burst volume V (MiB)",
                    "period (us)", log=True)

@@ -18,6 +18,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from xsim.platform import Platform
+from xsim.units import drain_time_us
 
 
 def shipped_traces() -> dict[str, dict]:
@@ -60,7 +61,7 @@ def fig_e_unfair_service(traces: dict, platform: Platform) -> go.Figure | None:
     _, trace = found[0]
     issue, span = per_producer_issue(trace)
     k, b = 132, 32 * 1024
-    fluid = max(platform.t_iss0_us(k, b), (k * b - platform.capacity_bytes(k)) / (platform.drain_rate_gbps * 1e3))
+    fluid = max(platform.t_iss0_us(k, b), drain_time_us(k * b - platform.capacity_bytes(k), platform.drain_rate_gbps))
     order = np.argsort(issue)
     fig = go.Figure(go.Bar(x=list(range(k)), y=issue[order], name="per-producer mean issue (sorted)"))
     fig.add_hline(y=fluid, line=dict(color="black"), annotation_text=f"fluid (V-Q)/R = {fluid:.2f} us")
