@@ -21,12 +21,23 @@ def pattern_source(nbytes: int, device):
     return signed.to(torch.int32).view(torch.uint8)
 
 
+def _check_received(d, dst_rank: int, nbytes: int) -> tuple[bool, float]:
+    """After a transfer: the destination checks its bytes against the reference; all ranks agree."""
+    from .symm import all_ok, barrier
+
+    barrier()
+    ok, err = (True, 0.0)
+    if d.rank == dst_rank:
+        ok, err = torch_check(d.symm, 1, nbytes, 1)
+    return all_ok(ok, err)
+
+
 def ce_copy(d, src_rank: int, dst_rank: int, nbytes: int, warmup: int, repeats: int,
             src_buf) -> tuple[bool, float, list[float]]:
     """Returns (ok, max_abs_err, per-copy microseconds on the source rank)."""
     import torch
 
-    from .symm import all_ok, barrier
+    from .symm import barrier
 
     if d.rank == dst_rank:
         torch_poison(d.symm, nbytes)
@@ -44,11 +55,7 @@ def ce_copy(d, src_rank: int, dst_rank: int, nbytes: int, warmup: int, repeats: 
             b.synchronize()
             if i >= warmup:
                 samples.append(a.elapsed_time(b) * 1e3)
-    barrier()
-    ok, err = (True, 0.0)
-    if d.rank == dst_rank:
-        ok, err = torch_check(d.symm, 1, nbytes, 1)
-    ok, err = all_ok(ok, err)
+    ok, err = _check_received(d, dst_rank, nbytes)
     return ok, err, samples
 
 
@@ -58,7 +65,7 @@ def nccl_send_recv(d, src_rank: int, dst_rank: int, nbytes: int, warmup: int, re
     import torch
     import torch.distributed as dist
 
-    from .symm import all_ok, barrier
+    from .symm import barrier
 
     if d.rank == dst_rank:
         torch_poison(d.symm, nbytes)
@@ -80,9 +87,5 @@ def nccl_send_recv(d, src_rank: int, dst_rank: int, nbytes: int, warmup: int, re
             events[-1].synchronize()
             if rep >= warmup:
                 samples.append(events[0].elapsed_time(events[-1]) * 1e3 / (ops - 1))
-    barrier()
-    ok, err = (True, 0.0)
-    if d.rank == dst_rank:
-        ok, err = torch_check(d.symm, 1, nbytes, 1)
-    ok, err = all_ok(ok, err)
+    ok, err = _check_received(d, dst_rank, nbytes)
     return ok, err, samples
