@@ -168,14 +168,22 @@ def reference_flows(q, left, rate, weight, cap, drain):
     st.floats(1.0, 200.0))))
 @example(([0.0, 0.0, 1.0], [2.0, 2.0, 2.0], [10.1, 20.2, 30.0], [1.0, 2.0, 1.0], 76.59395462609407))  # a tie that shows
 def test_flows_is_a_stable_water_fill(state):
-    """fluid.flows (in-place insertion sort, compiled) equals the plain water-fill bit for bit;
-    equal keys pass through in index order, which shows in the last bits of the others' share."""
+    """fluid.flows (the reference's scan of every producer) gives the plain water-fill's rates bit for
+    bit; equal keys pass through in index order, which shows in the last bits of the others' share."""
     from xsim.des import fluid
+    F = fluid.compiled()
     q, left, rate, weight = (np.array(x, dtype=float) for x in state[:4])
+    weight = fluid.quantize_weights(weight)
     drain = state[4]
     n, cap = len(q), 3.0
-    out, inj, key, order = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n, np.int64)
-    fluid.compiled()["flows"](q, left, rate, weight, cap, drain, n, out, inj, key, order)
+    st, sc, x, y = fluid.new_stage(drain, cap, weight)
+    x[fluid.Q0], x[fluid.L0], x[fluid.RATE] = q, left, np.where(left > 0, rate, 0.0)
+    for k in range(n):
+        F["touch"](sc, y, k)
+    F["flows"](st, sc, x, y, n, 0.0, True)
+    mode, level = y[fluid.MODE], st[fluid.S_L]
+    out = np.where(mode == fluid.PASS, rate, np.where((q > 0) | (left > 0), level * weight, 0.0))
+    inj = np.where(mode == fluid.FULL, out, np.where(left > 0, rate, 0.0))
     ref_out, ref_inj = reference_flows(q, left, rate, weight, cap, drain)
     np.testing.assert_array_equal(out, ref_out)
     np.testing.assert_array_equal(inj, ref_inj)

@@ -46,18 +46,20 @@ from xsim.des.simpy_engine import _check_finished
 from xsim.workload import Workload, XStageParams
 
 _fl = fluid.compiled()  # numba resolves module globals only, so bind the twins to names:
-_fl_flows, _fl_advance, _fl_snap, _fl_next_event = _fl["flows"], _fl["advance"], _fl["snap"], _fl["next_event"]
-_fl_due, _fl_to_drained = _fl["due"], _fl["time_to_drained"]
+_fl_advance, _fl_start, _fl_flows, _fl_snap = _fl["advance"], _fl["start"], _fl["flows"], _fl["snap"]
+_fl_mark_due, _fl_next_event, _fl_fill_q = _fl["mark_due"], _fl["next_event"], _fl["fill_q"]
+X_MARK, X_L0, X_D0, X_Q0, X_RATE, X_QNOW = fluid.MARK, fluid.L0, fluid.D0, fluid.Q0, fluid.RATE, fluid.QNOW
+Y_DUE = fluid.DUE
 
 INF = math.inf
 INT_MAX = np.iinfo(np.int64).max
 K_MMA, K_ISSUER, K_STORE_PUT, K_STORE_GET, K_SLOT_PUT, K_DRAINED, K_WAKE, K_DRAIN = range(8)  # entry kinds
-F_T_LAST, F_TRACE_T, F_TRACE_Q, F_TIMER, F_CAP, F_RATE = range(6)             # sf columns
+F_TRACE_T, F_TRACE_Q, F_TIMER = range(3)                                      # sf columns
 I_GEN, I_MODE, I_COND, I_WOKEN, I_SIZE, I_BASE, I_TIMER_KEY = range(7)        # si columns
 MODE_WAKE_ONLY, MODE_COND = 1, 2   # the drain sleeps on its wake event / on (timeout | wake)
-X_Q, X_DRAINED, X_LEFT, X_RATE, X_OUT, X_INJ, X_WEIGHT, X_MARK, X_KEY = range(9)  # xf rows: XStage's arrays
-Y_ORDER, Y_PRODUCER, Y_ISSUING, Y_MARK_HEAD, Y_MARK_TAIL = range(5)  # xi rows: flows' scratch, producer,
-# the tile it issues (-1: none), its FIFO of drain marks (head, tail)
+# xi rows after the fluid's own (xsim.des.fluid.NY): producer, the tile it issues (-1: none),
+# its FIFO of drain marks (head, tail)
+Y_PRODUCER, Y_ISSUING, Y_MARK_HEAD, Y_MARK_TAIL = range(fluid.NY, fluid.NY + 4)
 # tf rows: TileTimes fields in order, then the drain mark and the workload's float columns
 (T_ML_START, T_ML_END, T_ISS_START, T_ISS_END, T_DRAIN_END, T_STALL, T_DEP_WAIT, T_MARK,
  T_MAINLOOP, T_EPILOGUE, T_BYTES, T_ISS0, T_RELEASE) = range(13)
@@ -76,69 +78,58 @@ S_START, S_GOT, S_EPILOGUE, S_ISSUED, S_DRAINED, S_PUT = range(6)
 
 
 # ---- the fluid X-Stage of one GPU (mirrors simpy_engine.XStage) --------------------------------
-# Stage g's producers own columns base..base + size of ``xf`` and ``xi``, in producer order, as
-# XStage's arrays; ``_row`` is the stage's view of one row. Each producer's drain marks are a
-# FIFO linked through its tiles (``ti[U_MARK_NEXT]``; the mark itself in ``tf[T_MARK]``).
+# Stage g's fluid scalars are row g of ``fs``/``fc``; its producers own columns base..base + size
+# of ``xf`` and ``xi``, in producer order, as XStage's arrays (``_cols`` is the stage's view).
+# Each producer's drain marks are a FIFO linked through its tiles (``ti[U_MARK_NEXT]``; the
+# mark itself in ``tf[T_MARK]``).
 
 @numba.njit(_nrt=False, inline="always")
-def _row(x, si, g, r):
-    return x[r, si[g, I_BASE]:si[g, I_BASE] + si[g, I_SIZE]]
+def _cols(x, si, g):
+    return x[:, si[g, I_BASE]:si[g, I_BASE] + si[g, I_SIZE]]
 
 
 @numba.njit(_nrt=False)
-def _flows(sf, si, xf, xi, g):
-    """XStage._flows: drain and injection rates of stage g's producers."""
-    _fl_flows(_row(xf, si, g, X_Q), _row(xf, si, g, X_LEFT), _row(xf, si, g, X_RATE), _row(xf, si, g, X_WEIGHT),
-              sf[g, F_CAP], sf[g, F_RATE], si[g, I_SIZE], _row(xf, si, g, X_OUT), _row(xf, si, g, X_INJ),
-              _row(xf, si, g, X_KEY), _row(xi, si, g, Y_ORDER))
-
-
-@numba.njit(_nrt=False)
-def _stage_advance(sf, si, xf, g, now):
-    """XStage._advance: the fluid state at ``now``."""
-    _fl_advance(_row(xf, si, g, X_Q), _row(xf, si, g, X_DRAINED), _row(xf, si, g, X_LEFT), _row(xf, si, g, X_OUT),
-                _row(xf, si, g, X_INJ), sf[g, F_CAP], si[g, I_SIZE], now - sf[g, F_T_LAST])
-    sf[g, F_T_LAST] = now
-
-
-@numba.njit(_nrt=False)
-def _inject(sf, si, xf, xi, tf, g, k, tile, now, qt, qk, ctr):
-    """XStage.inject: the producer in column k starts issuing ``tile``'s bytes; wakes the drain."""
-    _stage_advance(sf, si, xf, g, now)
-    xf[X_LEFT, k], xf[X_RATE, k] = tf[T_BYTES, tile], tf[T_BYTES, tile] / tf[T_ISS0, tile]
-    xi[Y_ISSUING, k] = tile
-    _flows(sf, si, xf, xi, g)
+def _inject(fs, fc, si, xf, xi, tf, g, k, tile, now, qt, qk, ctr):
+    """XStage.inject: the producer in local column k starts issuing ``tile``'s bytes; wakes the drain."""
+    _fl_advance(fs[g], now)
+    _fl_start(fs[g], fc[g], _cols(xf, si, g), _cols(xi, si, g), k, tf[T_BYTES, tile],
+              tf[T_BYTES, tile] / tf[T_ISS0, tile], now)
+    xi[Y_ISSUING, si[g, I_BASE] + k] = tile
+    _fl_flows(fs[g], fc[g], _cols(xf, si, g), _cols(xi, si, g), si[g, I_SIZE], now, False)
     if si[g, I_WOKEN] == 0:
         si[g, I_WOKEN] = 1
         succeed(qt, qk, ctr, now, K_WAKE, g, si[g, I_GEN])
 
 
 @numba.njit(_nrt=False)
-def _settle(sf, si, xf, xi, tf, ti, g, now, qt, qk, ctr):
-    """XStage._settle: issue ends in producer order, then each producer's due drain marks; flows."""
-    lo, hi = si[g, I_BASE], si[g, I_BASE] + si[g, I_SIZE]
-    _fl_snap(_row(xf, si, g, X_Q), _row(xf, si, g, X_DRAINED), _row(xf, si, g, X_LEFT), _row(xf, si, g, X_OUT),
-             _row(xf, si, g, X_INJ), sf[g, F_CAP], si[g, I_SIZE], now)
-    for k in range(lo, hi):
+def _settle(fs, fc, si, xf, xi, tf, ti, g, now, qt, qk, ctr):
+    """XStage._settle: issue ends in producer order, then each producer's due drain marks; flows.
+    Only producers with an event due now can end an issue or pass a mark: the due list."""
+    base, x, y = si[g, I_BASE], _cols(xf, si, g), _cols(xi, si, g)
+    due = _fl_snap(fs[g], fc[g], x, y, si[g, I_SIZE], now)
+    for j in range(due):
+        k = base + xi[Y_DUE, base + j]
         tile = xi[Y_ISSUING, k]
-        if tile >= 0 and xf[X_LEFT, k] <= 0.0:
+        if tile >= 0 and xf[X_L0, k] <= 0.0:
             xi[Y_ISSUING, k], xf[X_RATE, k] = -1, 0.0
-            tf[T_MARK, tile], ti[U_MARK_NEXT, tile] = xf[X_DRAINED, k] + xf[X_Q, k], -1
+            tf[T_MARK, tile], ti[U_MARK_NEXT, tile] = xf[X_D0, k] + xf[X_Q0, k], -1
             if xi[Y_MARK_HEAD, k] < 0:
                 xi[Y_MARK_HEAD, k] = tile
             else:
                 ti[U_MARK_NEXT, xi[Y_MARK_TAIL, k]] = tile
             xi[Y_MARK_TAIL, k] = tile
             succeed(qt, qk, ctr, now, K_ISSUER, xi[Y_PRODUCER, k], 0)
-    for k in range(lo, hi):
+    for j in range(due):
+        local = xi[Y_DUE, base + j]
+        k = base + local
         tile = xi[Y_MARK_HEAD, k]
-        while tile >= 0 and _fl_due(_fl_to_drained(tf[T_MARK, tile], xf[X_DRAINED, k], xf[X_OUT, k]), now):
+        while tile >= 0 and _fl_mark_due(fs[g], x, y, local, tf[T_MARK, tile], now):
             succeed(qt, qk, ctr, now, K_DRAINED, tile, 0)
             ti[U_DRAINED, tile] = DR_SCHEDULED
             tile = ti[U_MARK_NEXT, tile]
         xi[Y_MARK_HEAD, k] = tile
         xf[X_MARK, k] = tf[T_MARK, tile] if tile >= 0 else INF
-    _flows(sf, si, xf, xi, g)
+    _fl_flows(fs[g], fc[g], x, y, si[g, I_SIZE], now, False)
 
 
 @numba.njit(_nrt=False)
@@ -166,20 +157,21 @@ def _sum(a, lo, n):
 
 
 @numba.njit(_nrt=False, inline="always")
-def _drain_run(sf, si, xf, xi, tf, ti, g, now, qt, qk, ctr):
+def _drain_run(fs, fc, sf, si, xf, xi, tf, ti, g, now, qt, qk, ctr, tracing):
     """One turn of XStage.drain's loop: advance, settle, q breakpoint, then sleep until the next
     fluid event (a timer) or a wake. Returns True if the q(t) trace got a new breakpoint."""
-    _stage_advance(sf, si, xf, g, now)
-    _settle(sf, si, xf, xi, tf, ti, g, now, qt, qk, ctr)
-    total = _sum(xf[X_Q], si[g, I_BASE], si[g, I_SIZE])
-    point = now > sf[g, F_TRACE_T] or total != sf[g, F_TRACE_Q]
-    if point:
-        sf[g, F_TRACE_T], sf[g, F_TRACE_Q] = now, total
+    _fl_advance(fs[g], now)
+    _settle(fs, fc, si, xf, xi, tf, ti, g, now, qt, qk, ctr)
+    point = False
+    if tracing:
+        _fl_fill_q(fs[g], _cols(xf, si, g), _cols(xi, si, g), si[g, I_SIZE], now)
+        total = _sum(xf[X_QNOW], si[g, I_BASE], si[g, I_SIZE])
+        point = now > sf[g, F_TRACE_T] or total != sf[g, F_TRACE_Q]
+        if point:
+            sf[g, F_TRACE_T], sf[g, F_TRACE_Q] = now, total
     si[g, I_GEN] += 1
     si[g, I_WOKEN], si[g, I_COND] = 0, 0
-    dt = _fl_next_event(_row(xf, si, g, X_Q), _row(xf, si, g, X_DRAINED), _row(xf, si, g, X_LEFT),
-                        _row(xf, si, g, X_OUT), _row(xf, si, g, X_INJ), _row(xf, si, g, X_MARK), sf[g, F_CAP],
-                        si[g, I_SIZE])
+    dt = _fl_next_event(fs[g], _cols(xf, si, g), si[g, I_SIZE], now)
     if dt == INF:
         si[g, I_MODE], sf[g, F_TIMER] = MODE_WAKE_ONLY, INF
     else:
@@ -301,7 +293,7 @@ def _mma_run(pi, pf, ci, tf, ti, p, now, qt, qk, ctr):
 
 
 @numba.njit(_nrt=False, inline="always")
-def _issuer_run(pi, ci, sf, si, xf, xi, tf, ti, coupled, p, now, qt, qk, ctr):
+def _issuer_run(pi, ci, fs, fc, si, xf, xi, tf, ti, coupled, p, now, qt, qk, ctr):
     """Resume producer p's epilogue role until it waits on an event."""
     while True:
         pc, i = pi[p, P_ISS_PC], pi[p, P_ISS_TILE]
@@ -323,7 +315,7 @@ def _issuer_run(pi, ci, sf, si, xf, xi, tf, ti, coupled, p, now, qt, qk, ctr):
             if tf[T_BYTES, i] > 0:
                 g = pi[p, P_GPU]
                 pi[p, P_LAST_REMOTE], pi[p, P_EVENT] = i, i
-                _inject(sf, si, xf, xi, tf, g, pi[p, P_COL], i, now, qt, qk, ctr)
+                _inject(fs, fc, si, xf, xi, tf, g, pi[p, P_COL], i, now, qt, qk, ctr)
                 return
             last = pi[p, P_LAST_REMOTE]
             if last >= 0 and ti[U_DRAINED, last] != DR_PROCESSED:
@@ -385,13 +377,13 @@ def _drained_processed(pi, ci, ti, tf, event, now, qt, qk, ctr):
 # ---- the loop ------------------------------------------------------------------------------------
 
 @numba.njit(_nrt=False, inline="always")
-def _process(kind, arg, gen, now, pi, pf, ci, sf, si, xf, xi, tf, ti, coupled, qt, qk, ctr):
+def _process(kind, arg, gen, now, pi, pf, ci, fs, fc, sf, si, xf, xi, tf, ti, coupled, tracing, qt, qk, ctr):
     """Run one entry's callbacks. Returns g >= 0 if stage g's drain ran and added a q(t)
     breakpoint, else -1."""
     if kind == K_MMA:
         _mma_run(pi, pf, ci, tf, ti, arg, now, qt, qk, ctr)
     elif kind == K_ISSUER or kind == K_STORE_GET:
-        _issuer_run(pi, ci, sf, si, xf, xi, tf, ti, coupled, arg, now, qt, qk, ctr)
+        _issuer_run(pi, ci, fs, fc, si, xf, xi, tf, ti, coupled, arg, now, qt, qk, ctr)
     elif kind == K_STORE_PUT:  # callbacks: Store._trigger_get, then the mma resumes
         if pi[arg, P_ISS_GETTING] == 1:
             _fifo_get(pi, arg, now, qt, qk, ctr)
@@ -400,19 +392,19 @@ def _process(kind, arg, gen, now, pi, pf, ci, sf, si, xf, xi, tf, ti, coupled, q
         if pi[arg, P_MMA_GETTING] == 1:
             pi[arg, P_MMA_GETTING] = 0
             _slot_get(pi, arg, now, qt, qk, ctr)
-        _issuer_run(pi, ci, sf, si, xf, xi, tf, ti, coupled, arg, now, qt, qk, ctr)
+        _issuer_run(pi, ci, fs, fc, si, xf, xi, tf, ti, coupled, arg, now, qt, qk, ctr)
     elif kind == K_DRAINED:  # callbacks: on_drained, then (completion-coupled) the issuer resumes
         _drained_processed(pi, ci, ti, tf, arg, now, qt, qk, ctr)
         p = ti[U_PRODUCER, arg]
         if coupled and pi[p, P_ISS_PC] == S_DRAINED and pi[p, P_EVENT] == arg:
-            _issuer_run(pi, ci, sf, si, xf, xi, tf, ti, coupled, p, now, qt, qk, ctr)
+            _issuer_run(pi, ci, fs, fc, si, xf, xi, tf, ti, coupled, p, now, qt, qk, ctr)
     elif kind == K_WAKE:
         if gen == si[arg, I_GEN]:
             if si[arg, I_MODE] != MODE_WAKE_ONLY:
                 _fire_condition(si, arg, now, qt, qk, ctr)
-            elif _drain_run(sf, si, xf, xi, tf, ti, arg, now, qt, qk, ctr):
+            elif _drain_run(fs, fc, sf, si, xf, xi, tf, ti, arg, now, qt, qk, ctr, tracing):
                 return arg
-    elif _drain_run(sf, si, xf, xi, tf, ti, arg, now, qt, qk, ctr):  # K_DRAIN
+    elif _drain_run(fs, fc, sf, si, xf, xi, tf, ti, arg, now, qt, qk, ctr, tracing):  # K_DRAIN
         return arg
     return -1
 
@@ -437,7 +429,7 @@ def _timer_first(sf, si, g, qt, qk, j):
     return j < 0 or t < qt[j] or (t == qt[j] and si[g, I_TIMER_KEY] < qk[j, event_queue.Q_KEY])
 
 
-def _kernel(pi, pf, ci, sf, si, xf, xi, tf, ti, coupled, qt, qk, ctr, trace_t, trace_q, trace_g, n):
+def _kernel(pi, pf, ci, fs, fc, sf, si, xf, xi, tf, ti, coupled, tracing, qt, qk, ctr, trace_t, trace_q, trace_g, n):
     """Run the processes until none is left or the trace buffers are full; returns the number of
     q(t) breakpoints (t, q, stage) written so far. Called again, it resumes where it stopped."""
     if ctr[event_queue.C_EID] == 0:  # SimPy creates the X-Stages' drains, then each producer's two roles
@@ -458,7 +450,7 @@ def _kernel(pi, pf, ci, sf, si, xf, xi, tf, ti, coupled, qt, qk, ctr, trace_t, t
         j = take(qt, qk, ctr, j)
         now = qt[j]
         g = _process(qk[j, event_queue.Q_KIND], qk[j, event_queue.Q_ARG], qk[j, event_queue.Q_GEN], now,
-                     pi, pf, ci, sf, si, xf, xi, tf, ti, coupled, qt, qk, ctr)
+                     pi, pf, ci, fs, fc, sf, si, xf, xi, tf, ti, coupled, tracing, qt, qk, ctr)
         if g >= 0:
             trace_t[n], trace_q[n], trace_g[n] = now, sf[g, F_TRACE_Q], g
             n += 1
@@ -493,43 +485,44 @@ def _tile_arrays(w: Workload) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _stage_arrays(w: Workload) -> tuple[np.ndarray, ...]:
-    """Per stage (sf, si) and per producer column (xf, xi), columns by stage in producer order."""
+    """Per stage the fluid's scalars (fs, fc) and the engine's (sf, si); per producer column the
+    fluid's rows and the engine's (xf, xi), columns by stage in producer order."""
     n_g = len(w.xstages)
     si = np.zeros((n_g, 7), np.int64)
     si[:, I_SIZE] = np.bincount(w.producer_gpu, minlength=n_g)
     si[:, I_BASE] = np.concatenate([[0], np.cumsum(si[:, I_SIZE])[:-1]])
-    sf = np.zeros((n_g, 6))
+    sf = np.zeros((n_g, 3))
     sf[:, F_TIMER] = INF
-    sf[:, F_CAP] = [x.capacity_bytes / max(int(n), 1) for x, n in zip(w.xstages, si[:, I_SIZE])]
-    sf[:, F_RATE] = [x.drain_bytes_per_us for x in w.xstages]
     producers = np.argsort(w.producer_gpu, kind="stable")  # column -> producer
-    xf = np.zeros((9, w.n_producers))
-    xf[X_WEIGHT] = np.asarray(w.producer_weight, dtype=float)[producers]
-    xf[X_MARK] = INF
-    xi = np.full((5, w.n_producers), -1, np.int64)
+    stages = [fluid.new_stage(x.drain_bytes_per_us, x.capacity_bytes / max(int(n), 1),
+                              np.asarray(w.producer_weight, dtype=float)[producers[b:b + n]], extra_y=4)
+              for x, b, n in zip(w.xstages, si[:, I_BASE], si[:, I_SIZE])]
+    fs, fc = np.stack([s[0] for s in stages]), np.stack([s[1] for s in stages])
+    xf, xi = np.concatenate([s[2] for s in stages], axis=1), np.concatenate([s[3] for s in stages], axis=1)
+    xi[Y_ISSUING:] = -1
     xi[Y_PRODUCER] = producers
-    return sf, si, xf, xi
+    return fs, fc, sf, si, xf, xi
 
 
-def _producer_arrays(w: Workload, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _producer_arrays(w: Workload, columns: np.ndarray, bases: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     pi = np.zeros((w.n_producers, 18), np.int64)
     pi[:, P_FIRST] = pi[:, P_MMA_TILE] = pi[:, P_FIFO_HEAD] = pi[:, P_FIFO_TAIL] = w.offsets[:-1]
     pi[:, P_END], pi[:, P_GPU], pi[:, P_LEVEL], pi[:, P_WAIT_NEXT] = w.offsets[1:], w.producer_gpu, w.slots, -1
     pi[:, P_LAST_REMOTE] = -1
-    pi[columns, P_COL] = np.arange(w.n_producers)
+    pi[columns, P_COL] = np.arange(w.n_producers) - np.repeat(bases, sizes)  # local column in its stage
     return pi, np.zeros((w.n_producers, 2))
 
 
-def _arrays(w: Workload) -> tuple:
+def _arrays(w: Workload, trace: bool) -> tuple:
     """The kernel's arguments: the workload and the initial state of every entity."""
     tf, ti = _tile_arrays(w)
-    sf, si, xf, xi = _stage_arrays(w)
-    pi, pf = _producer_arrays(w, xi[Y_PRODUCER])
+    fs, fc, sf, si, xf, xi = _stage_arrays(w)
+    pi, pf = _producer_arrays(w, xi[Y_PRODUCER], si[:, I_BASE], si[:, I_SIZE])
     ci = np.zeros((w.n_counters, 4), np.int64)
     ci[:, CI_HEAD] = ci[:, CI_TAIL] = -1
     ci[:, CI_MIN_WAIT] = INT_MAX
     queue = event_queue.empty(8 * w.n_producers + 8 * len(w.xstages) + 1024)  # a few per process, with room
-    return (pi, pf, ci, sf, si, xf, xi, tf, ti, w.coupling == "completion-coupled", *queue)
+    return (pi, pf, ci, fs, fc, sf, si, xf, xi, tf, ti, w.coupling == "completion-coupled", trace, *queue)
 
 
 def _run_kernel(args: tuple, n_tiles: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -547,16 +540,16 @@ def _run_kernel(args: tuple, n_tiles: int) -> tuple[np.ndarray, np.ndarray, np.n
 def run(workload: Workload, trace: bool = True) -> SimResult:
     """Simulate ``workload`` to completion: the same result as :func:`xsim.des.simpy_engine.run`."""
     w = workload
-    args = _arrays(w)
+    args = _arrays(w, trace)
     trace_t, trace_q, trace_g = _run_kernel(args, w.n_tiles)
-    ci, si, xf, tf = args[2], args[4], args[5], args[7]
+    ci, si, xf, tf = args[2], args[6], args[7], args[9]
     times = TileTimes(*(tf[row].copy() for row in range(T_DEP_WAIT + 1)))
     _check_finished(w, times, types.SimpleNamespace(value=ci[:, CI_VALUE].tolist()))
     traces = [None] * len(w.xstages)
     if trace:
         traces = [(np.concatenate([[0.0], trace_t[trace_g == g]]), np.concatenate([[0.0], trace_q[trace_g == g]]))
                   for g in range(len(w.xstages))]
-    drained = [float(xf[X_DRAINED, base:base + size].sum()) for base, size in si[:, [I_BASE, I_SIZE]]]
+    drained = [float(xf[X_D0, base:base + size].sum()) for base, size in si[:, [I_BASE, I_SIZE]]]
     return SimResult(workload=w, times=times, traces=traces, engine="fast", drained_bytes=drained)
 
 

@@ -1,25 +1,52 @@
 """The fluid X-Stage of one source GPU: per-producer outstanding stores, drained at rate R.
 
 Each producer i (one CTA) owns an equal share ``cap = Q(K) / K`` of the outstanding capacity
-(the measured Q(K) grows with K: docs/calibration.md). State per producer: outstanding bytes
-``q_i`` (0 <= q_i <= cap), cumulative drained bytes ``D_i`` and, while it issues a tile,
-bytes ``left_i`` still to issue at its nominal rate ``r_i = bytes / T_iss0``. Rates are
-piecewise constant between events:
+(the measured Q(K) grows with K: docs/calibration.md). Per producer: outstanding bytes
+``q`` (0 <= q <= cap), cumulative drained bytes ``D`` and, while it issues a tile, bytes
+``left`` still to issue at its nominal rate ``r = bytes / T_iss0``. Rates are piecewise
+constant between events:
 
-- **drain**: the aggregate rate R is shared among the producers that want it, by weighted
-  water-filling with the platform's arbitration weights ``w_i``: a producer with bytes
-  outstanding takes what it is given, an issuing producer with none takes at most ``r_i``
-  (its stores pass straight through), the rest take nothing. Equal weights share fairly.
-- **injection**: an issuing producer injects at ``r_i`` while ``q_i < cap``; once its share
-  is full, only as fast as its own stores drain.
+- **drain**: the aggregate rate R is shared by weighted water-filling with the platform's
+  arbitration weights ``w``: an issuer with nothing outstanding takes at most ``r`` (its
+  stores pass straight through) while that fits under the water level L; every other producer
+  that wants the drain (bytes outstanding, or an issuer the level does not satisfy) gets
+  ``L * w``. Equal weights share fairly.
+- **injection**: an issuer injects at ``r`` while ``q < cap``; once its share is full, only
+  as fast as its own stores drain (``min(r, L * w)``).
 
-With identical producers this is one queue of capacity Q drained at R, so eqs. 1–7 hold
+With identical producers this is one queue of capacity Q drained at R, so eqs. 1-7 hold
 exactly; with unequal weights producers drift out of phase and the slowest one sets the
-burst's span, as on the hardware. A tile's bytes have drained when ``D_i`` reaches the value
-``D_i + q_i`` had at its issue end (each producer's stores drain in order).
+burst's span, as on the hardware. A tile's bytes have drained when ``D`` reaches the value
+``D + q`` had at its issue end (each producer's stores drain in order).
 
-These functions are the whole arithmetic of the X-Stage. Both engines run them compiled by
-numba from this source (:func:`compiled`), so both round identically.
+**The virtual clock.** The stage keeps ``V = integral of L dt``. A producer that drains at
+``L * w`` moves by ``w`` per unit of V, whatever L does, so its events (queue empty, issue end
+of a full producer, a drain mark) sit at fixed V keys: ``V0 + bytes / w``. Only the few
+issuers whose queue is filling or emptying (mode MIXED) have an event time that depends on
+L; their keys are recomputed whenever the water-fill runs. So each producer is kept as an
+*anchor* (its q, D, left at time t0 and clock V0) plus a mode that fixes how they move:
+
+========  ======================  =======================================  ===============
+mode      state                    motion                                   event keys
+========  ======================  =======================================  ===============
+IDLE      q = 0, not issuing       none                                     none
+BACKLOG   q > 0, not issuing       q -= w dV, D += w dV                     empty, mark (V)
+FULL      q = cap, issuing, Lw<=r  left -= w dV, D += w dV                  finish, mark (V)
+PASS      q = 0, issuing, served   left -= r dt, D += r dt                  finish (t)
+MIXED     any other issuer         q += r dt - w dV, left -= r dt, D += w dV finish, q at cap
+                                                                            or 0 (t), mark (V)
+========  ======================  =======================================  ===============
+
+A producer is re-anchored (its values evaluated and stored, t0 = now, V0 = V) when one of
+its events is due and when its mode changes. These functions are the whole arithmetic of the
+X-Stage. Both engines run them compiled by numba from this source (:func:`compiled`), with
+one difference: the reference engine lets :func:`flows` examine every producer
+(``scan_all``), the fast engine only the candidates that can change (touched producers, the
+issuers in PASS or MIXED, full producers the new level overtakes). Their results are equal bit
+for bit, which the engine-equality tests check.
+
+Weights are rounded to multiples of 2**-20 (:func:`quantize_weights`), so the sum of the
+weights of the producers that want the drain is exact in any order of updates.
 """
 
 from __future__ import annotations
@@ -27,128 +54,308 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
+import numpy as np
 
-# Thresholds are relative to the magnitude they compare (bytes or microseconds).
+# Thresholds are relative to the magnitude they compare (microseconds, or the clock V).
 REL_TOL = 1e-12
+WEIGHT_QUANTUM = 2.0 ** -20
+
+IDLE, BACKLOG, FULL, PASS, MIXED = range(5)                   # modes
+NO_DEMAND, FINITE, INFINITE = range(3)                        # what a producer wants of the drain
+# rows of the per-producer float array x: anchor, rate, weight, event keys, mark, scratch
+Q0, D0, L0, T0, V0, RATE, W, KFIN, KBND, KT, KV, MARK, QNOW, LNOW, KEY = range(15)
+NX = 15
+# rows of the per-producer int array y: mode, demand, served, flags, lists (local indices)
+MODE, DEMAND, SAT, TOUCHED, SEEN, ACTIVE, TOUCH, DUE, ORDER, CAND = range(10)
+NY = 10
+# the stage's float scalars st and int counters sc
+S_T, S_V, S_L, S_CAP, S_R, S_W, S_FULL_MIN = range(7)
+NS = 7
+C_ACTIVE, C_TOUCH, C_DUE, C_INF = range(4)
+NC = 4
 
 
-def due(dt: float, now: float) -> bool:
-    """An event ``dt`` ahead of ``now`` is due now: closer than rounding can resolve."""
-    return dt <= REL_TOL * max(1.0, now)
+def quantize_weights(weight: np.ndarray) -> np.ndarray:
+    """Arbitration weights on a grid of 2**-20 (at least one step), so their sums are exact."""
+    steps = np.maximum(np.rint(np.asarray(weight, dtype=float) / WEIGHT_QUANTUM), 1.0)
+    return steps * WEIGHT_QUANTUM
 
 
-def flows(q, left, rate, weight, cap: float, drain: float, n: int, out, inj, key, order) -> None:
-    """Fill ``out[:n]`` (drain rates) and ``inj[:n]`` (injection rates) for the current state.
+def new_stage(drain: float, cap: float, weight: np.ndarray, extra_x: int = 0, extra_y: int = 0):
+    """Arrays (st, sc, x, y) of an empty stage whose producers have these (quantized) weights;
+    ``extra_*`` rows are left to the caller."""
+    n = len(weight)
+    st, sc = np.zeros(NS), np.zeros(NC, np.int64)
+    st[S_CAP], st[S_R], st[S_FULL_MIN] = cap, drain, math.inf
+    x = np.zeros((NX + extra_x, n))
+    x[W] = quantize_weights(weight) if n else x[W]
+    x[KFIN:MARK + 1] = math.inf
+    y = np.zeros((NY + extra_y, n), np.int64)
+    return st, sc, x, y
 
-    The drain is water-filled in increasing demand per unit weight (``key``), ties by index:
-    first the issuers with nothing outstanding (finite key, ``rate / weight``: their stores pass
-    straight through while that fits under the water level), then the producers with bytes
-    outstanding (infinite key: they take what is left, by weight). ``key`` (float) and
-    ``order`` (int) are the caller's scratch arrays of length n: nothing is allocated. The
-    finite keys are insertion-sorted as they are found, O(f^2) for f of them, which beats a
-    full sort because few issuers have nothing outstanding at once.
-    """
-    total_w, f, backlog = 0.0, 0, False
-    for i in range(n):
-        out[i] = 0.0
-        if q[i] > 0.0:
-            backlog = True
-        elif left[i] > 0.0:  # insert i among the finite keys, after those <= its own (stable)
-            key[i] = rate[i] / weight[i]
-            m = f
-            while m > 0 and key[order[m - 1]] > key[i]:
-                order[m] = order[m - 1]
-                m -= 1
-            order[m] = i
-            f += 1
+
+def tol_t(now: float) -> float:
+    """An event closer than this to ``now`` is due now (rounding cannot resolve it)."""
+    return REL_TOL * max(1.0, now)
+
+
+def threshold_v(st, now: float) -> float:
+    """The clock value up to which V keys are due at ``now``."""
+    return st[S_V] * (1.0 + REL_TOL) + st[S_L] * tol_t(now)
+
+
+def advance(st, now: float) -> None:
+    """Move the clock to ``now`` at the current level."""
+    dt = now - st[S_T]
+    if dt > 0.0:
+        st[S_V] += st[S_L] * dt
+    st[S_T] = now
+
+
+def evaluate(x, y, k: int, now: float, v: float, cap: float):
+    """(q, D, left) of producer k at time ``now`` and clock ``v``, from its anchor and mode."""
+    mode = y[MODE, k]
+    q, d, left = x[Q0, k], x[D0, k], x[L0, k]
+    if mode == PASS:
+        s = x[RATE, k] * (now - x[T0, k])
+        return q, d + s, max(left - s, 0.0)
+    if mode == IDLE:
+        return q, d, left
+    u = x[W, k] * (v - x[V0, k])
+    if mode == BACKLOG:
+        return min(max(q - u, 0.0), cap), d + u, left
+    if mode == FULL:
+        return q, d + u, max(left - u, 0.0)
+    s = x[RATE, k] * (now - x[T0, k])
+    return min(max(q + s - u, 0.0), cap), d + u, max(left - s, 0.0)
+
+
+def anchor(x, k: int, q: float, d: float, left: float, now: float, v: float) -> None:
+    x[Q0, k], x[D0, k], x[L0, k], x[T0, k], x[V0, k] = q, d, left, now, v
+
+
+def touch(sc, y, k: int) -> None:
+    """Producer k changed at this instant: flows must look at it."""
+    if y[TOUCHED, k] == 0:
+        y[TOUCHED, k] = 1
+        y[TOUCH, sc[C_TOUCH]] = k
+        sc[C_TOUCH] += 1
+
+
+def mark_key(x, k: int, mark: float) -> float:
+    """The clock value at which producer k's drained bytes reach ``mark`` (it drains at L w)."""
+    return x[V0, k] + (mark - x[D0, k]) / x[W, k]
+
+
+def mark_due(st, x, y, k: int, mark: float, now: float) -> bool:
+    """Producer k's stores up to cumulative byte ``mark`` have drained by ``now``."""
+    mode = y[MODE, k]
+    if mode == BACKLOG or mode == FULL or mode == MIXED:
+        return mark_key(x, k, mark) <= threshold_v(st, now)
+    return mark <= evaluate(x, y, k, now, st[S_V], st[S_CAP])[1]
+
+
+def start(st, sc, x, y, k: int, nbytes: float, rate: float, now: float) -> None:
+    """Producer k starts issuing ``nbytes`` at ``rate`` (the stage advanced to ``now``)."""
+    q, d, _ = evaluate(x, y, k, now, st[S_V], st[S_CAP])
+    anchor(x, k, q, d, nbytes, now, st[S_V])
+    x[RATE, k] = rate
+    touch(sc, y, k)
+
+
+def settle_one(st, x, y, k: int, now: float, thr_t: float, thr_v: float) -> None:
+    """Evaluate producer k, put every quantity whose event is due exactly on its boundary, and
+    re-anchor it."""
+    cap = st[S_CAP]
+    q, d, left = evaluate(x, y, k, now, st[S_V], cap)
+    mode = y[MODE, k]
+    if mode == FULL:
+        if x[KFIN, k] <= thr_v:
+            left = 0.0
+    elif mode == PASS or mode == MIXED:
+        if x[KFIN, k] <= thr_t:
+            left = 0.0
+    if mode == BACKLOG and x[KBND, k] <= thr_v:
+        d, q = d + q, 0.0
+    elif mode == MIXED and x[KBND, k] <= thr_t:
+        if x[RATE, k] - st[S_L] * x[W, k] > 0.0:
+            q = cap
         else:
-            continue  # wants nothing
-        total_w += weight[i]
-    budget, m, level = drain, 0, 0.0
-    while m < f and key[order[m]] <= budget / total_w:  # passes straight through
-        i = order[m]
-        out[i] = rate[i]
-        budget -= rate[i]
-        total_w -= weight[i]
+            d, q = d + q, 0.0
+    anchor(x, k, q, d, left, now, st[S_V])
+
+
+def snap(st, sc, x, y, n: int, now: float) -> int:
+    """Settle every producer with an event due at ``now``; their local indices, in order, go to
+    ``y[DUE, :count]`` (and to the touched list). Returns the count."""
+    thr_t, thr_v = now + tol_t(now), threshold_v(st, now)
+    count = 0
+    for k in range(n):
+        if x[KT, k] <= thr_t or x[KV, k] <= thr_v:
+            settle_one(st, x, y, k, now, thr_t, thr_v)
+            touch(sc, y, k)
+            y[DUE, count] = k
+            count += 1
+    sc[C_DUE] = count
+    return count
+
+
+def keys(st, x, y, k: int, now: float) -> None:
+    """Producer k's event keys from its anchor, mode and (for MIXED) the current level."""
+    mode = y[MODE, k]
+    kfin, kbnd, kt, kv = math.inf, math.inf, math.inf, math.inf
+    if mode == BACKLOG:
+        kbnd = x[V0, k] + x[Q0, k] / x[W, k]
+        kv = kbnd
+    elif mode == FULL:
+        kfin = x[V0, k] + x[L0, k] / x[W, k]
+        kv = kfin
+    elif mode == PASS:
+        kfin = x[T0, k] + x[L0, k] / x[RATE, k]
+        kt = kfin
+    elif mode == MIXED:
+        kfin = x[T0, k] + x[L0, k] / x[RATE, k]
+        q = evaluate(x, y, k, now, st[S_V], st[S_CAP])[0]
+        dq = x[RATE, k] - st[S_L] * x[W, k]
+        if dq > 0.0:
+            kbnd = now + (st[S_CAP] - q) / dq
+        elif dq < 0.0 and q > 0.0:
+            kbnd = now + q / -dq
+        kt = min(kfin, kbnd)
+    if x[MARK, k] < math.inf and (mode == BACKLOG or mode == FULL or mode == MIXED):
+        kv = min(kv, mark_key(x, k, x[MARK, k]))
+    x[KFIN, k], x[KBND, k], x[KT, k], x[KV, k] = kfin, kbnd, kt, kv
+
+
+def _consider(st, sc, x, y, k: int, now: float, f: int) -> int:
+    """flows' first look at candidate k: its values now and what it wants of the drain; finite
+    demands are insertion-sorted into ``y[ORDER, :f]`` by (rate / weight, index). Returns f."""
+    q, _, left = evaluate(x, y, k, now, st[S_V], st[S_CAP])
+    x[QNOW, k], x[LNOW, k] = q, left
+    demand = INFINITE if q > 0.0 else (FINITE if left > 0.0 else NO_DEMAND)
+    old = y[DEMAND, k]
+    if (old == NO_DEMAND) != (demand == NO_DEMAND):
+        st[S_W] += x[W, k] if demand != NO_DEMAND else -x[W, k]
+    sc[C_INF] += (demand == INFINITE) - (old == INFINITE)
+    y[DEMAND, k], y[SAT, k] = demand, 0
+    if demand == FINITE:
+        x[KEY, k] = x[RATE, k] / x[W, k]
+        m = f
+        while m > 0 and (x[KEY, y[ORDER, m - 1]] > x[KEY, k]
+                         or (x[KEY, y[ORDER, m - 1]] == x[KEY, k] and y[ORDER, m - 1] > k)):
+            y[ORDER, m] = y[ORDER, m - 1]
+            m -= 1
+        y[ORDER, m] = k
+        f += 1
+    return f
+
+
+def _water_fill(st, sc, x, y, f: int) -> float:
+    """The level: finite demands in order pass straight through while they fit under it."""
+    budget, total, m = st[S_R], st[S_W], 0
+    while m < f and x[KEY, y[ORDER, m]] <= budget / total:
+        k = y[ORDER, m]
+        y[SAT, k] = 1
+        budget -= x[RATE, k]
+        total -= x[W, k]
         m += 1
-    if m < f or backlog:
-        level = budget / total_w
-        for m2 in range(m, f):
-            out[order[m2]] = level * weight[order[m2]]
-    for i in range(n):
-        if q[i] > 0.0:
-            out[i] = level * weight[i]
-        if left[i] <= 0.0:
-            inj[i] = 0.0
-        elif q[i] < cap:
-            inj[i] = rate[i]
-        else:
-            inj[i] = min(rate[i], out[i])
+    if m < f or sc[C_INF] > 0:
+        return budget / total
+    return 0.0
 
 
-def advance(q, drained, left, out, inj, cap: float, n: int, dt: float) -> None:
-    """The state after ``dt`` at constant rates; q clamped onto [0, cap], bytes conserved."""
-    if dt <= 0.0:
-        return
-    tol = REL_TOL * cap
-    for i in range(n):
-        q[i] += (inj[i] - out[i]) * dt
-        drained[i] += out[i] * dt
-        left[i] = max(left[i] - inj[i] * dt, 0.0)
-        if q[i] >= cap - tol:
-            q[i] = cap
-        elif q[i] <= tol:
-            drained[i] += q[i]  # the residual has drained
-            q[i] = 0.0
-
-
-def time_to_boundary(q: float, cap: float, out: float, inj: float) -> float:
-    """Time until a producer's q reaches cap or 0 at its current rates (inf if never)."""
-    dq = inj - out
-    if dq > 0.0 and q < cap:
-        return (cap - q) / dq
-    if dq < 0.0 and q > 0.0:
-        return q / -dq
-    return math.inf
-
-
-def time_to_finish(left: float, inj: float) -> float:
-    """Time until an issuer has injected its ``left`` bytes (inf if it is not issuing)."""
+def _update(st, sc, x, y, k: int, now: float) -> None:
+    """flows' second look at candidate k: its mode at the new level; re-anchor it if the mode
+    changes, and recompute its keys if it changed, was touched, or is an issuer in PASS/MIXED."""
+    q, left, level, cap = x[QNOW, k], x[LNOW, k], st[S_L], st[S_CAP]
     if left <= 0.0:
-        return 0.0
-    return left / inj if inj > 0.0 else math.inf
+        mode = BACKLOG if q > 0.0 else IDLE
+    elif q <= 0.0:
+        mode = PASS if y[SAT, k] == 1 else MIXED
+    elif q >= cap and level * x[W, k] <= x[RATE, k]:
+        mode = FULL
+    else:
+        mode = MIXED
+    changed = mode != y[MODE, k]
+    if changed:
+        _, d, _ = evaluate(x, y, k, now, st[S_V], cap)
+        anchor(x, k, q, d, left, now, st[S_V])
+        y[MODE, k] = mode
+    if mode == FULL:
+        st[S_FULL_MIN] = min(st[S_FULL_MIN], x[RATE, k] / x[W, k])
+    if changed or y[TOUCHED, k] == 1 or mode == PASS or mode == MIXED:
+        keys(st, x, y, k, now)
+    if mode == PASS or mode == MIXED:
+        y[ACTIVE, sc[C_ACTIVE]] = k
+        sc[C_ACTIVE] += 1
 
 
-def time_to_drained(mark: float, drained: float, out: float) -> float:
-    """Time until a producer's cumulative drained bytes reach ``mark`` (a tile's last byte)."""
-    if mark - drained <= REL_TOL * max(1.0, mark):
-        return 0.0
-    return (mark - drained) / out if out > 0.0 else math.inf
+def flows(st, sc, x, y, n: int, now: float, scan_all: bool) -> None:
+    """Re-run the water-fill at ``now`` (the stage advanced to it) and bring every producer's
+    mode and keys up to date. ``scan_all`` examines every producer (reference); otherwise only
+    the candidates: touched producers, issuers in PASS or MIXED, and full producers the new
+    level overtakes (``L w > r``: they start to empty)."""
+    c = 0  # candidates: y[CAND, :c]
+    if scan_all:
+        for k in range(n):
+            y[CAND, c] = k
+            c += 1
+    else:
+        for j in range(sc[C_TOUCH]):
+            k = y[TOUCH, j]
+            y[SEEN, k] = 1
+            y[CAND, c] = k
+            c += 1
+        for j in range(sc[C_ACTIVE]):
+            k = y[ACTIVE, j]
+            if y[SEEN, k] == 0:
+                y[SEEN, k] = 1
+                y[CAND, c] = k
+                c += 1
+    f = 0
+    for j in range(c):
+        f = _consider(st, sc, x, y, y[CAND, j], now, f)
+    level = _water_fill(st, sc, x, y, f)
+    st[S_L] = level
+    if not scan_all and level * (1.0 + 1e-9) > st[S_FULL_MIN]:  # some full producer may now empty
+        lowest = math.inf
+        for k in range(n):
+            if y[MODE, k] == FULL and y[SEEN, k] == 0:
+                if level * x[W, k] > x[RATE, k]:
+                    _consider(st, sc, x, y, k, now, 0)  # q > 0: an infinite demand, as before
+                    y[SEEN, k] = 1
+                    y[CAND, c] = k
+                    c += 1
+                else:
+                    lowest = min(lowest, x[RATE, k] / x[W, k])
+        st[S_FULL_MIN] = lowest
+    sc[C_ACTIVE] = 0
+    for j in range(c):
+        _update(st, sc, x, y, y[CAND, j], now)
+    for j in range(c):
+        k = y[CAND, j]
+        y[SEEN, k], y[TOUCHED, k] = 0, 0
+    sc[C_TOUCH] = 0
 
 
-def snap(q, drained, left, out, inj, cap: float, n: int, now: float) -> None:
-    """Put every q and left that is due to reach a boundary now exactly on it."""
-    for i in range(n):
-        if left[i] > 0.0 and due(time_to_finish(left[i], inj[i]), now):
-            left[i] = 0.0
-        if due(time_to_boundary(q[i], cap, out[i], inj[i]), now):
-            if inj[i] > out[i]:
-                q[i] = cap
-            else:
-                drained[i] += q[i]
-                q[i] = 0.0
+def next_event(st, x, n: int, now: float) -> float:
+    """Time from ``now`` until the earliest event key (inf if none)."""
+    kt, kv = math.inf, math.inf
+    for k in range(n):
+        if x[KT, k] < kt:
+            kt = x[KT, k]
+        if x[KV, k] < kv:
+            kv = x[KV, k]
+    dt = kt - now
+    if kv < math.inf and st[S_L] > 0.0:
+        dt = min(dt, (kv - st[S_V]) / st[S_L])
+    return max(dt, 0.0)
 
 
-def next_event(q, drained, left, out, inj, mark, cap: float, n: int) -> float:
-    """Time until the next boundary, issue end or drain mark (``mark[i]``: inf if none)."""
-    dt = math.inf
-    for i in range(n):
-        dt = min(dt, time_to_boundary(q[i], cap, out[i], inj[i]))
-        if left[i] > 0.0:
-            dt = min(dt, time_to_finish(left[i], inj[i]))
-        if mark[i] < math.inf:
-            dt = min(dt, time_to_drained(mark[i], drained[i], out[i]))
-    return dt
+def fill_q(st, x, y, n: int, now: float) -> None:
+    """``x[QNOW, :n]``: every producer's q at ``now`` (for the stage's q(t) trace)."""
+    for k in range(n):
+        x[QNOW, k] = evaluate(x, y, k, now, st[S_V], st[S_CAP])[0]
 
 
 @lru_cache(maxsize=1)
@@ -161,7 +368,8 @@ def compiled() -> dict:
 
     namespace = dict(globals())
     for name, py in list(namespace.items()):
-        if inspect.isfunction(py) and py.__module__ == __name__ and name != "compiled":
+        if (inspect.isfunction(py) and py.__module__ == __name__
+                and name not in ("compiled", "quantize_weights", "new_stage")):
             twin = types.FunctionType(py.__code__, namespace, name, py.__defaults__)
             namespace[name] = numba.njit(cache=False)(twin)
     return namespace

@@ -34,18 +34,13 @@ class XStage:
 
     def __init__(self, env: simpy.Environment, drain: float, capacity: float, producers: np.ndarray,
                  weight: np.ndarray, trace: bool):
-        self.env, self.drain_rate = env, drain
+        self.env = env
         self.local = {int(p): i for i, p in enumerate(producers)}  # producer -> index here
         n = self.n = len(producers)
-        self.cap = capacity / max(n, 1)
-        self.q, self.drained, self.left, self.rate = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
-        self.out, self.inj = np.zeros(n), np.zeros(n)
-        self.key, self.order = np.zeros(n), np.zeros(n, dtype=np.int64)  # flows' scratch
-        self.weight = np.asarray(weight, dtype=float)[producers] if n else np.zeros(0)
-        self.mark = np.full(n, np.inf)               # each producer's oldest undrained mark
+        weight = np.asarray(weight, dtype=float)[producers] if n else np.zeros(0)
+        self.st, self.sc, self.x, self.y = fluid.new_stage(drain, capacity / max(n, 1), weight)
         self._marks: list[list] = [[] for _ in range(n)]  # FIFO of (mark, event) per producer
         self._issued: list = [None] * n
-        self.t_last = 0.0
         self.trace_t: list[float] | None = [0.0] if trace else None
         self.trace_q: list[float] = [0.0]
         self._wake = env.event()
@@ -53,14 +48,15 @@ class XStage:
 
     @property
     def total_drained(self) -> float:
-        return float(self.drained.sum())
+        return float(self.x[fluid.D0].sum())
 
     def inject(self, producer: int, nbytes: float, t_iss0_us: float) -> tuple[simpy.Event, simpy.Event]:
         """Start issuing ``nbytes``; returns (issue-ended, bytes-drained) events."""
-        self._advance()
+        now = self.env.now
+        F.advance(self.st, now)
         i = self.local[producer]
         issued, drained = self.env.event(), self.env.event()
-        self.left[i], self.rate[i] = nbytes, nbytes / t_iss0_us
+        F.start(self.st, self.sc, self.x, self.y, i, nbytes, nbytes / t_iss0_us, now)
         self._issued[i] = (issued, drained)
         self._flows()
         if not self._wake.triggered:
@@ -68,32 +64,29 @@ class XStage:
         return issued, drained
 
     def _flows(self) -> None:
-        F.flows(self.q, self.left, self.rate, self.weight, self.cap, self.drain_rate, self.n, self.out, self.inj,
-                self.key, self.order)
-
-    def _advance(self) -> None:
-        F.advance(self.q, self.drained, self.left, self.out, self.inj, self.cap, self.n, self.env.now - self.t_last)
-        self.t_last = self.env.now
+        F.flows(self.st, self.sc, self.x, self.y, self.n, self.env.now, True)  # every producer: the reference
 
     def _settle(self) -> None:
         """Complete every issuer and drain mark the fluid has reached at this instant."""
         now = self.env.now
-        F.snap(self.q, self.drained, self.left, self.out, self.inj, self.cap, self.n, now)
+        F.snap(self.st, self.sc, self.x, self.y, self.n, now)
+        x = self.x
         for i in range(self.n):  # issue ends, in producer order
-            if self._issued[i] is not None and self.left[i] <= 0.0:
+            if self._issued[i] is not None and x[fluid.L0, i] <= 0.0:
                 issued, drained = self._issued[i]
                 self._issued[i] = None
-                self.rate[i] = 0.0
-                self._marks[i].append((self.drained[i] + self.q[i], drained))
+                x[fluid.RATE, i] = 0.0
+                self._marks[i].append((x[fluid.D0, i] + x[fluid.Q0, i], drained))
                 issued.succeed()
         for i in range(self.n):  # drain marks, per producer in order
             marks = self._marks[i]
-            while marks and F.due(F.time_to_drained(marks[0][0], self.drained[i], self.out[i]), now):
+            while marks and F.mark_due(self.st, x, self.y, i, marks[0][0], now):
                 marks.pop(0)[1].succeed(now)
-            self.mark[i] = marks[0][0] if marks else np.inf
+            x[fluid.MARK, i] = marks[0][0] if marks else np.inf
         self._flows()
         if self.trace_t is not None:
-            total = float(self.q.sum())
+            F.fill_q(self.st, x, self.y, self.n, now)
+            total = float(x[fluid.QNOW, :self.n].sum())
             if now > self.trace_t[-1] or total != self.trace_q[-1]:
                 self.trace_t.append(now)
                 self.trace_q.append(total)
@@ -101,10 +94,10 @@ class XStage:
     def drain(self):
         """The drain process: sleep until the next fluid event or a new issuer."""
         while True:
-            self._advance()
+            F.advance(self.st, self.env.now)
             self._settle()
             self._wake = self.env.event()
-            dt = F.next_event(self.q, self.drained, self.left, self.out, self.inj, self.mark, self.cap, self.n)
+            dt = F.next_event(self.st, self.x, self.n, self.env.now)
             if dt == float("inf"):
                 yield self._wake
             else:
