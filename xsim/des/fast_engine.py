@@ -14,13 +14,20 @@ machine with a program counter:
 - ``drain`` (one per X-Stage): advance the fluid, settle issue ends and drain marks, sleep
   until the next fluid event (a timer) or until an issuer wakes it.
 
+The X-Stage's arithmetic is :mod:`xsim.des.fluid`'s, called exactly as the SimPy engine's
+``XStage`` calls it, except that the water-fill examines only its candidates
+(``scan_all=False``) and the issue-end and drain-mark loops visit only the producers that
+``fluid.snap`` found due; the SimPy engine visits every producer. Equal results show that
+nothing was missed.
+
 Entries SimPy schedules without effect (a process's end, a drain timeout whose condition has
 already fired) are left out: that does not change the relative order of the others. Each
 drain's pending timeout lives in a per-stage timer slot, merged with the queue by (time, key),
 so the results are equal bit for bit (the tests allow 1e-9).
 
-State is a few 2-D arrays with named rows or columns: per stage ``sf``/``si``; per producer
-column of its stage ``xf``/``xi`` (the X-Stage's per-producer arrays); per tile ``tf``/``ti``
+State is a few 2-D arrays with named rows or columns: per stage the fluid's scalars
+``fs``/``fc`` and the drain's ``sf``/``si``; per producer column of its stage ``xf``/``xi``
+(the fluid's per-producer rows, then the engine's); per tile ``tf``/``ti``
 (workload inputs and results); per producer ``pi``/``pf``; per counter ``ci``. Nothing
 allocates, so everything, the kernel included, is compiled without numba's runtime
 (``_nrt=False``: no reference counting of the ~15 arrays passed on every event), and the

@@ -62,9 +62,10 @@ WEIGHT_QUANTUM = 2.0 ** -20
 
 IDLE, BACKLOG, FULL, PASS, MIXED = range(5)                   # modes
 NO_DEMAND, FINITE, INFINITE = range(3)                        # what a producer wants of the drain
-# rows of the per-producer float array x: anchor, rate, weight, event keys, mark, scratch
-Q0, D0, L0, T0, V0, RATE, W, KFIN, KBND, KT, KV, MARK, QNOW, LNOW, KEY = range(15)
-NX = 15
+# rows of the per-producer float array x: anchor, rate, weight, event keys, mark, scratch, and
+# the mode's motion: q += QA dt - QB dV, D += DA dt + DB dV, left -= LA dt + LB dV
+Q0, D0, L0, T0, V0, RATE, W, KFIN, KBND, KT, KV, MARK, QNOW, LNOW, KEY, QA, QB, DA, DB, LA, LB = range(21)
+NX = 21
 # rows of the per-producer int array y: mode, demand, served, flags, lists (local indices)
 MODE, DEMAND, SAT, TOUCHED, SEEN, ACTIVE, TOUCH, DUE, ORDER, CAND = range(10)
 NY = 10
@@ -113,21 +114,23 @@ def advance(st, now: float) -> None:
 
 
 def evaluate(x, y, k: int, now: float, v: float, cap: float):
-    """(q, D, left) of producer k at time ``now`` and clock ``v``, from its anchor and mode."""
-    mode = y[MODE, k]
-    q, d, left = x[Q0, k], x[D0, k], x[L0, k]
-    if mode == PASS:
-        s = x[RATE, k] * (now - x[T0, k])
-        return q, d + s, max(left - s, 0.0)
-    if mode == IDLE:
-        return q, d, left
-    u = x[W, k] * (v - x[V0, k])
-    if mode == BACKLOG:
-        return min(max(q - u, 0.0), cap), d + u, left
-    if mode == FULL:
-        return q, d + u, max(left - u, 0.0)
-    s = x[RATE, k] * (now - x[T0, k])
-    return min(max(q + s - u, 0.0), cap), d + u, max(left - s, 0.0)
+    """(q, D, left) of producer k at time ``now`` and clock ``v``, from its anchor and motion
+    (a zero coefficient adds exactly nothing, so each mode rounds as its own formula would)."""
+    s, u = now - x[T0, k], v - x[V0, k]
+    q = min(max(x[Q0, k] + x[QA, k] * s - x[QB, k] * u, 0.0), cap)
+    return q, x[D0, k] + x[DA, k] * s + x[DB, k] * u, max(x[L0, k] - x[LA, k] * s - x[LB, k] * u, 0.0)
+
+
+def set_mode(x, y, k: int, mode: int) -> None:
+    """Producer k moves in ``mode`` from its anchor on: the coefficients of its motion."""
+    r, w = x[RATE, k], x[W, k]
+    y[MODE, k] = mode
+    x[QA, k] = r if mode == MIXED else 0.0
+    x[QB, k] = w if mode == BACKLOG or mode == MIXED else 0.0
+    x[DA, k] = r if mode == PASS else 0.0
+    x[DB, k] = w if mode == BACKLOG or mode == FULL or mode == MIXED else 0.0
+    x[LA, k] = r if mode == PASS or mode == MIXED else 0.0
+    x[LB, k] = w if mode == FULL else 0.0
 
 
 def anchor(x, k: int, q: float, d: float, left: float, now: float, v: float) -> None:
@@ -280,7 +283,7 @@ def _update(st, sc, x, y, k: int, now: float) -> None:
     if changed:
         _, d, _ = evaluate(x, y, k, now, st[S_V], cap)
         anchor(x, k, q, d, left, now, st[S_V])
-        y[MODE, k] = mode
+        set_mode(x, y, k, mode)
     if mode == FULL:
         st[S_FULL_MIN] = min(st[S_FULL_MIN], x[RATE, k] / x[W, k])
     if changed or y[TOUCHED, k] == 1 or mode == PASS or mode == MIXED:
@@ -353,7 +356,8 @@ def next_event(st, x, n: int, now: float) -> float:
 
 
 def fill_q(st, x, y, n: int, now: float) -> None:
-    """``x[QNOW, :n]``: every producer's q at ``now`` (for the stage's q(t) trace)."""
+    """``x[QNOW, :n]``: every producer's q at ``now`` (for the stage's q(t) trace), as
+    :func:`evaluate` computes it (branch-free: one vectorizable pass)."""
     for k in range(n):
         x[QNOW, k] = evaluate(x, y, k, now, st[S_V], st[S_CAP])[0]
 
