@@ -97,12 +97,12 @@ def _cols(x, si, g):
 
 @numba.njit(_nrt=False)
 def _inject(fs, fc, si, xf, xi, tf, g, k, tile, now, qt, qk, ctr):
-    """XStage.inject: the producer in local column k starts issuing ``tile``'s bytes; wakes the drain."""
+    """XStage.inject: the producer in local column k starts issuing ``tile``'s bytes; wakes the drain,
+    whose turn at this instant runs the water-fill."""
     _fl_advance(fs[g], now)
     _fl_start(fs[g], fc[g], _cols(xf, si, g), _cols(xi, si, g), k, tf[T_BYTES, tile],
               tf[T_BYTES, tile] / tf[T_ISS0, tile], now)
     xi[Y_ISSUING, si[g, I_BASE] + k] = tile
-    _fl_flows(fs[g], fc[g], _cols(xf, si, g), _cols(xi, si, g), si[g, I_SIZE], now, False)
     if si[g, I_WOKEN] == 0:
         si[g, I_WOKEN] = 1
         succeed(qt, qk, ctr, now, K_WAKE, g, si[g, I_GEN])
@@ -171,7 +171,7 @@ def _drain_run(fs, fc, sf, si, xf, xi, tf, ti, g, now, qt, qk, ctr, tracing):
     _settle(fs, fc, si, xf, xi, tf, ti, g, now, qt, qk, ctr)
     point = False
     if tracing:
-        _fl_fill_q(fs[g], _cols(xf, si, g), _cols(xi, si, g), si[g, I_SIZE], now)
+        _fl_fill_q(fs[g], xf, si[g, I_BASE], si[g, I_BASE] + si[g, I_SIZE], now)  # C layout: vectorizes
         total = _sum(xf[X_QNOW], si[g, I_BASE], si[g, I_SIZE])
         point = now > sf[g, F_TRACE_T] or total != sf[g, F_TRACE_Q]
         if point:

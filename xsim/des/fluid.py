@@ -113,7 +113,7 @@ def advance(st, now: float) -> None:
     st[S_T] = now
 
 
-def evaluate(x, y, k: int, now: float, v: float, cap: float):
+def evaluate(x, k: int, now: float, v: float, cap: float):
     """(q, D, left) of producer k at time ``now`` and clock ``v``, from its anchor and motion
     (a zero coefficient adds exactly nothing, so each mode rounds as its own formula would)."""
     s, u = now - x[T0, k], v - x[V0, k]
@@ -155,12 +155,12 @@ def mark_due(st, x, y, k: int, mark: float, now: float) -> bool:
     mode = y[MODE, k]
     if mode == BACKLOG or mode == FULL or mode == MIXED:
         return mark_key(x, k, mark) <= threshold_v(st, now)
-    return mark <= evaluate(x, y, k, now, st[S_V], st[S_CAP])[1]
+    return mark <= evaluate(x, k, now, st[S_V], st[S_CAP])[1]
 
 
 def start(st, sc, x, y, k: int, nbytes: float, rate: float, now: float) -> None:
     """Producer k starts issuing ``nbytes`` at ``rate`` (the stage advanced to ``now``)."""
-    q, d, _ = evaluate(x, y, k, now, st[S_V], st[S_CAP])
+    q, d, _ = evaluate(x, k, now, st[S_V], st[S_CAP])
     anchor(x, k, q, d, nbytes, now, st[S_V])
     x[RATE, k] = rate
     touch(sc, y, k)
@@ -170,7 +170,7 @@ def settle_one(st, x, y, k: int, now: float, thr_t: float, thr_v: float) -> None
     """Evaluate producer k, put every quantity whose event is due exactly on its boundary, and
     re-anchor it."""
     cap = st[S_CAP]
-    q, d, left = evaluate(x, y, k, now, st[S_V], cap)
+    q, d, left = evaluate(x, k, now, st[S_V], cap)
     mode = y[MODE, k]
     if mode == FULL:
         if x[KFIN, k] <= thr_v:
@@ -218,7 +218,7 @@ def keys(st, x, y, k: int, now: float) -> None:
         kt = kfin
     elif mode == MIXED:
         kfin = x[T0, k] + x[L0, k] / x[RATE, k]
-        q = evaluate(x, y, k, now, st[S_V], st[S_CAP])[0]
+        q = evaluate(x, k, now, st[S_V], st[S_CAP])[0]
         dq = x[RATE, k] - st[S_L] * x[W, k]
         if dq > 0.0:
             kbnd = now + (st[S_CAP] - q) / dq
@@ -233,7 +233,7 @@ def keys(st, x, y, k: int, now: float) -> None:
 def _consider(st, sc, x, y, k: int, now: float, f: int) -> int:
     """flows' first look at candidate k: its values now and what it wants of the drain; finite
     demands are insertion-sorted into ``y[ORDER, :f]`` by (rate / weight, index). Returns f."""
-    q, _, left = evaluate(x, y, k, now, st[S_V], st[S_CAP])
+    q, _, left = evaluate(x, k, now, st[S_V], st[S_CAP])
     x[QNOW, k], x[LNOW, k] = q, left
     demand = INFINITE if q > 0.0 else (FINITE if left > 0.0 else NO_DEMAND)
     old = y[DEMAND, k]
@@ -281,7 +281,7 @@ def _update(st, sc, x, y, k: int, now: float) -> None:
         mode = MIXED
     changed = mode != y[MODE, k]
     if changed:
-        _, d, _ = evaluate(x, y, k, now, st[S_V], cap)
+        _, d, _ = evaluate(x, k, now, st[S_V], cap)
         anchor(x, k, q, d, left, now, st[S_V])
         set_mode(x, y, k, mode)
     if mode == FULL:
@@ -355,11 +355,11 @@ def next_event(st, x, n: int, now: float) -> float:
     return max(dt, 0.0)
 
 
-def fill_q(st, x, y, n: int, now: float) -> None:
-    """``x[QNOW, :n]``: every producer's q at ``now`` (for the stage's q(t) trace), as
-    :func:`evaluate` computes it (branch-free: one vectorizable pass)."""
-    for k in range(n):
-        x[QNOW, k] = evaluate(x, y, k, now, st[S_V], st[S_CAP])[0]
+def fill_q(st, x, lo: int, hi: int, now: float) -> None:
+    """``x[QNOW, lo:hi]``: the q at ``now`` of the producers in columns lo..hi (the stage's q(t)
+    trace), as :func:`evaluate` computes it: branch-free, one vectorizable pass."""
+    for k in range(lo, hi):
+        x[QNOW, k] = evaluate(x, k, now, st[S_V], st[S_CAP])[0]
 
 
 @lru_cache(maxsize=1)
@@ -375,5 +375,5 @@ def compiled() -> dict:
         if (inspect.isfunction(py) and py.__module__ == __name__
                 and name not in ("compiled", "quantize_weights", "new_stage")):
             twin = types.FunctionType(py.__code__, namespace, name, py.__defaults__)
-            namespace[name] = numba.njit(cache=False)(twin)
+            namespace[name] = numba.njit(cache=False, _nrt=False)(twin)  # nothing allocates
     return namespace

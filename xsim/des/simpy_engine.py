@@ -57,8 +57,7 @@ class XStage:
         i = self.local[producer]
         issued, drained = self.env.event(), self.env.event()
         F.start(self.st, self.sc, self.x, self.y, i, nbytes, nbytes / t_iss0_us, now)
-        self._issued[i] = (issued, drained)
-        self._flows()
+        self._issued[i] = (issued, drained)  # the drain's turn at this instant runs the water-fill
         if not self._wake.triggered:
             self._wake.succeed()
         return issued, drained
@@ -85,7 +84,7 @@ class XStage:
             x[fluid.MARK, i] = marks[0][0] if marks else np.inf
         self._flows()
         if self.trace_t is not None:
-            F.fill_q(self.st, x, self.y, self.n, now)
+            F.fill_q(self.st, x, 0, self.n, now)
             total = float(x[fluid.QNOW, :self.n].sum())
             if now > self.trace_t[-1] or total != self.trace_q[-1]:
                 self.trace_t.append(now)
