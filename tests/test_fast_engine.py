@@ -124,6 +124,16 @@ def test_periodic_scenario_equal(sets):
     assert scenario.summarize(a) == scenario.summarize(b)
 
 
+@pytest.mark.parametrize("platform", [None, "paper-8gpu"])
+@pytest.mark.parametrize("sets", [["aligned=false"], ["aligned=true"], ["gap_us=0", "burst_bytes=4KB"]])
+def test_full_size_stage_equal(platform, sets):
+    """132 producers (not a power of two: the fast engine's min-trees have leaves on two levels)
+    on the measured arbitration weights and on equal ones (producers in phase)."""
+    scenario = load_scenario("periodic").with_overrides(["producers=132", "bursts=12", "warmup_bursts=4"] + sets)
+    a, b = run_both(scenario.build(resolve_platform(platform)))
+    assert_same(a, b)
+
+
 @pytest.mark.parametrize("burst", ["8KB", "48KB"])
 def test_isolated_scenario_equal(burst):
     scenario = load_scenario("isolated").with_overrides([f"burst_bytes={burst}"])

@@ -113,7 +113,7 @@ def _settle(fs, fc, si, xf, xi, tf, ti, g, now, qt, qk, ctr):
     """XStage._settle: issue ends in producer order, then each producer's due drain marks; flows.
     Only producers with an event due now can end an issue or pass a mark: the due list."""
     base, x, y = si[g, I_BASE], _cols(xf, si, g), _cols(xi, si, g)
-    due = _fl_snap(fs[g], fc[g], x, y, si[g, I_SIZE], now)
+    due = _fl_snap(fs[g], fc[g], x, y, si[g, I_SIZE], now, False)
     for j in range(due):
         k = base + xi[Y_DUE, base + j]
         tile = xi[Y_ISSUING, k]
@@ -171,14 +171,14 @@ def _drain_run(fs, fc, sf, si, xf, xi, tf, ti, g, now, qt, qk, ctr, tracing):
     _settle(fs, fc, si, xf, xi, tf, ti, g, now, qt, qk, ctr)
     point = False
     if tracing:
-        _fl_fill_q(fs[g], xf, si[g, I_BASE], si[g, I_BASE] + si[g, I_SIZE], now)  # C layout: vectorizes
+        _fl_fill_q(fs[g], fc[g], _cols(xf, si, g), _cols(xi, si, g), si[g, I_SIZE], now, False)
         total = _sum(xf[X_QNOW], si[g, I_BASE], si[g, I_SIZE])
         point = now > sf[g, F_TRACE_T] or total != sf[g, F_TRACE_Q]
         if point:
             sf[g, F_TRACE_T], sf[g, F_TRACE_Q] = now, total
     si[g, I_GEN] += 1
     si[g, I_WOKEN], si[g, I_COND] = 0, 0
-    dt = _fl_next_event(fs[g], _cols(xf, si, g), si[g, I_SIZE], now)
+    dt = _fl_next_event(fs[g], _cols(xf, si, g), si[g, I_SIZE], now, False)
     if dt == INF:
         si[g, I_MODE], sf[g, F_TIMER] = MODE_WAKE_ONLY, INF
     else:

@@ -62,18 +62,21 @@ WEIGHT_QUANTUM = 2.0 ** -20
 
 IDLE, BACKLOG, FULL, PASS, MIXED = range(5)                   # modes
 NO_DEMAND, FINITE, INFINITE = range(3)                        # what a producer wants of the drain
-# rows of the per-producer float array x: anchor, rate, weight, event keys, mark, scratch, and
-# the mode's motion: q += QA dt - QB dV, D += DA dt + DB dV, left -= LA dt + LB dV
-Q0, D0, L0, T0, V0, RATE, W, KFIN, KBND, KT, KV, MARK, QNOW, LNOW, KEY, QA, QB, DA, DB, LA, LB = range(21)
-NX = 21
-# rows of the per-producer int array y: mode, demand, served, flags, lists (local indices)
-MODE, DEMAND, SAT, TOUCHED, SEEN, ACTIVE, TOUCH, DUE, ORDER, CAND = range(10)
-NY = 10
+# rows of the per-producer float array x: anchor, rate, weight, event keys, mark, scratch, the
+# mode's motion (q += QA dt - QB dV, D += DA dt + DB dV, left -= LA dt + LB dV), and the inner
+# nodes of two min-trees over the keys KT and KV (:func:`tree_set`)
+(Q0, D0, L0, T0, V0, RATE, W, KFIN, KBND, KT, KV, MARK, QNOW, LNOW, KEY, QA, QB, DA, DB, LA, LB,
+ TREE_T, TREE_V) = range(23)
+NX = 23
+# rows of the per-producer int array y: mode, demand, served, flags, lists (local indices), and
+# each producer's place in the list of those whose q moves (BACKLOG, MIXED; -1 if not in it)
+MODE, DEMAND, SAT, TOUCHED, SEEN, ACTIVE, TOUCH, DUE, ORDER, CAND, MOVING, MPOS = range(12)
+NY = 12
 # the stage's float scalars st and int counters sc
 S_T, S_V, S_L, S_CAP, S_R, S_W, S_FULL_MIN = range(7)
 NS = 7
-C_ACTIVE, C_TOUCH, C_DUE, C_INF = range(4)
-NC = 4
+C_ACTIVE, C_TOUCH, C_DUE, C_INF, C_MOVING = range(5)
+NC = 5
 
 
 def quantize_weights(weight: np.ndarray) -> np.ndarray:
@@ -82,16 +85,18 @@ def quantize_weights(weight: np.ndarray) -> np.ndarray:
     return steps * WEIGHT_QUANTUM
 
 
-def new_stage(drain: float, cap: float, weight: np.ndarray, extra_x: int = 0, extra_y: int = 0):
+def new_stage(drain: float, cap: float, weight: np.ndarray, extra_y: int = 0):
     """Arrays (st, sc, x, y) of an empty stage whose producers have these (quantized) weights;
-    ``extra_*`` rows are left to the caller."""
+    ``extra_y`` int rows are left to the caller."""
     n = len(weight)
     st, sc = np.zeros(NS), np.zeros(NC, np.int64)
     st[S_CAP], st[S_R], st[S_FULL_MIN] = cap, drain, math.inf
-    x = np.zeros((NX + extra_x, n))
+    x = np.zeros((NX, n))
     x[W] = quantize_weights(weight) if n else x[W]
     x[KFIN:MARK + 1] = math.inf
+    x[TREE_T:TREE_V + 1] = math.inf
     y = np.zeros((NY + extra_y, n), np.int64)
+    y[MPOS] = -1
     return st, sc, x, y
 
 
@@ -121,10 +126,23 @@ def evaluate(x, k: int, now: float, v: float, cap: float):
     return q, x[D0, k] + x[DA, k] * s + x[DB, k] * u, max(x[L0, k] - x[LA, k] * s - x[LB, k] * u, 0.0)
 
 
-def set_mode(x, y, k: int, mode: int) -> None:
-    """Producer k moves in ``mode`` from its anchor on: the coefficients of its motion."""
+def set_mode(sc, x, y, k: int, mode: int) -> None:
+    """Producer k moves in ``mode`` from its anchor on: the coefficients of its motion, and its
+    place in the list of producers whose q moves (the others' q stays at its anchor value, which
+    is then ``x[QNOW, k]``)."""
     r, w = x[RATE, k], x[W, k]
     y[MODE, k] = mode
+    moving = mode == BACKLOG or mode == MIXED
+    if moving and y[MPOS, k] < 0:
+        y[MPOS, k] = sc[C_MOVING]
+        y[MOVING, sc[C_MOVING]] = k
+        sc[C_MOVING] += 1
+    elif not moving and y[MPOS, k] >= 0:
+        last = y[MOVING, sc[C_MOVING] - 1]
+        y[MOVING, y[MPOS, k]], y[MPOS, last] = last, y[MPOS, k]
+        y[MPOS, k] = -1
+        sc[C_MOVING] -= 1
+        x[QNOW, k] = x[Q0, k]
     x[QA, k] = r if mode == MIXED else 0.0
     x[QB, k] = w if mode == BACKLOG or mode == MIXED else 0.0
     x[DA, k] = r if mode == PASS else 0.0
@@ -188,17 +206,32 @@ def settle_one(st, x, y, k: int, now: float, thr_t: float, thr_v: float) -> None
     anchor(x, k, q, d, left, now, st[S_V])
 
 
-def snap(st, sc, x, y, n: int, now: float) -> int:
+def snap(st, sc, x, y, n: int, now: float, scan_all: bool) -> int:
     """Settle every producer with an event due at ``now``; their local indices, in order, go to
-    ``y[DUE, :count]`` (and to the touched list). Returns the count."""
+    ``y[DUE, :count]`` (and to the touched list). Returns the count. ``scan_all`` tests every
+    producer (reference); otherwise the min-trees find them."""
     thr_t, thr_v = now + tol_t(now), threshold_v(st, now)
     count = 0
-    for k in range(n):
-        if x[KT, k] <= thr_t or x[KV, k] <= thr_v:
-            settle_one(st, x, y, k, now, thr_t, thr_v)
-            touch(sc, y, k)
-            y[DUE, count] = k
+    if scan_all:
+        for k in range(n):
+            if x[KT, k] <= thr_t or x[KV, k] <= thr_v:
+                y[DUE, count] = k
+                count += 1
+    elif n > 0:
+        found = collect_due(x, y, TREE_V, KV, thr_v, collect_due(x, y, TREE_T, KT, thr_t, 0))
+        for j in range(found):  # into producer order
+            k = y[CAND, j]
+            y[SEEN, k] = 0
+            m = count
+            while m > 0 and y[DUE, m - 1] > k:
+                y[DUE, m] = y[DUE, m - 1]
+                m -= 1
+            y[DUE, m] = k
             count += 1
+    for j in range(count):
+        k = y[DUE, j]
+        settle_one(st, x, y, k, now, thr_t, thr_v)
+        touch(sc, y, k)
     sc[C_DUE] = count
     return count
 
@@ -227,7 +260,55 @@ def keys(st, x, y, k: int, now: float) -> None:
         kt = min(kfin, kbnd)
     if x[MARK, k] < math.inf and (mode == BACKLOG or mode == FULL or mode == MIXED):
         kv = min(kv, mark_key(x, k, x[MARK, k]))
-    x[KFIN, k], x[KBND, k], x[KT, k], x[KV, k] = kfin, kbnd, kt, kv
+    x[KFIN, k], x[KBND, k] = kfin, kbnd
+    if x[KT, k] != kt:
+        x[KT, k] = kt
+        tree_set(x, TREE_T, KT, k)
+    if x[KV, k] != kv:
+        x[KV, k] = kv
+        tree_set(x, TREE_V, KV, k)
+
+
+# ---- min-trees over the event keys (the fast engine's index; the reference scans) ----------------
+# Node i of the tree over key row ``leaf`` (n leaves): i >= n is leaf i - n, x[leaf, i - n]; an
+# inner node 1 <= i < n holds x[tree, i] = min(node 2i, node 2i + 1). Node 1 is the minimum.
+
+def node(x, tree: int, leaf: int, i: int) -> float:
+    n = x.shape[1]
+    return x[tree, i] if i < n else x[leaf, i - n]
+
+
+def tree_set(x, tree: int, leaf: int, k: int) -> None:
+    """Leaf k changed: recompute its ancestors (stopping where a minimum does not change)."""
+    i = (x.shape[1] + k) // 2
+    while i >= 1:
+        m = min(node(x, tree, leaf, 2 * i), node(x, tree, leaf, 2 * i + 1))
+        if x[tree, i] == m:
+            return
+        x[tree, i] = m
+        i //= 2
+
+
+def collect_due(x, y, tree: int, leaf: int, threshold: float, count: int) -> int:
+    """Append to ``y[CAND]`` (from ``count``) every producer whose key is <= ``threshold`` and not
+    yet collected (``y[SEEN]``): a depth-first walk that skips subtrees whose minimum is above it."""
+    n, i = x.shape[1], 1
+    while i > 0:
+        if node(x, tree, leaf, i) <= threshold:
+            if i >= n:
+                if y[SEEN, i - n] == 0:
+                    y[SEEN, i - n] = 1
+                    y[CAND, count] = i - n
+                    count += 1
+            else:
+                i = 2 * i
+                continue
+        while i & 1:  # climb out of right children, then go to the right sibling
+            i >>= 1
+        if i == 0:
+            break
+        i += 1
+    return count
 
 
 def _consider(st, sc, x, y, k: int, now: float, f: int) -> int:
@@ -283,7 +364,7 @@ def _update(st, sc, x, y, k: int, now: float) -> None:
     if changed:
         _, d, _ = evaluate(x, k, now, st[S_V], cap)
         anchor(x, k, q, d, left, now, st[S_V])
-        set_mode(x, y, k, mode)
+        set_mode(sc, x, y, k, mode)
     if mode == FULL:
         st[S_FULL_MIN] = min(st[S_FULL_MIN], x[RATE, k] / x[W, k])
     if changed or y[TOUCHED, k] == 1 or mode == PASS or mode == MIXED:
@@ -341,25 +422,34 @@ def flows(st, sc, x, y, n: int, now: float, scan_all: bool) -> None:
     sc[C_TOUCH] = 0
 
 
-def next_event(st, x, n: int, now: float) -> float:
-    """Time from ``now`` until the earliest event key (inf if none)."""
+def next_event(st, x, n: int, now: float, scan_all: bool) -> float:
+    """Time from ``now`` until the earliest event key (inf if none): a scan of every producer
+    (``scan_all``, reference) or the roots of the min-trees."""
     kt, kv = math.inf, math.inf
-    for k in range(n):
-        if x[KT, k] < kt:
-            kt = x[KT, k]
-        if x[KV, k] < kv:
-            kv = x[KV, k]
+    if scan_all:
+        for k in range(n):
+            kt, kv = min(kt, x[KT, k]), min(kv, x[KV, k])
+    elif n > 0:
+        kt, kv = node(x, TREE_T, KT, 1), node(x, TREE_V, KV, 1)
     dt = kt - now
     if kv < math.inf and st[S_L] > 0.0:
         dt = min(dt, (kv - st[S_V]) / st[S_L])
     return max(dt, 0.0)
 
 
-def fill_q(st, x, lo: int, hi: int, now: float) -> None:
-    """``x[QNOW, lo:hi]``: the q at ``now`` of the producers in columns lo..hi (the stage's q(t)
-    trace), as :func:`evaluate` computes it: branch-free, one vectorizable pass."""
-    for k in range(lo, hi):
-        x[QNOW, k] = evaluate(x, k, now, st[S_V], st[S_CAP])[0]
+def fill_q(st, sc, x, y, n: int, now: float, scan_all: bool) -> None:
+    """``x[QNOW, :n]``: every producer's q at ``now`` (for the stage's q(t) trace), as
+    :func:`evaluate` computes it. ``scan_all`` evaluates every producer (reference); otherwise
+    only those whose q moves, since the others' q has stayed at the value stored when they
+    stopped moving (exactly what evaluate gives them: zero coefficients)."""
+    v, cap = st[S_V], st[S_CAP]
+    if scan_all:
+        for k in range(n):
+            x[QNOW, k] = evaluate(x, k, now, v, cap)[0]
+    else:
+        for j in range(sc[C_MOVING]):
+            k = y[MOVING, j]
+            x[QNOW, k] = evaluate(x, k, now, v, cap)[0]
 
 
 @lru_cache(maxsize=1)

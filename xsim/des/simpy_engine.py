@@ -68,7 +68,7 @@ class XStage:
     def _settle(self) -> None:
         """Complete every issuer and drain mark the fluid has reached at this instant."""
         now = self.env.now
-        F.snap(self.st, self.sc, self.x, self.y, self.n, now)
+        F.snap(self.st, self.sc, self.x, self.y, self.n, now, True)  # every producer: the reference
         x = self.x
         for i in range(self.n):  # issue ends, in producer order
             if self._issued[i] is not None and x[fluid.L0, i] <= 0.0:
@@ -84,7 +84,7 @@ class XStage:
             x[fluid.MARK, i] = marks[0][0] if marks else np.inf
         self._flows()
         if self.trace_t is not None:
-            F.fill_q(self.st, x, 0, self.n, now)
+            F.fill_q(self.st, self.sc, x, self.y, self.n, now, True)  # every producer: the reference
             total = float(x[fluid.QNOW, :self.n].sum())
             if now > self.trace_t[-1] or total != self.trace_q[-1]:
                 self.trace_t.append(now)
@@ -96,7 +96,7 @@ class XStage:
             F.advance(self.st, self.env.now)
             self._settle()
             self._wake = self.env.event()
-            dt = F.next_event(self.st, self.x, self.n, self.env.now)
+            dt = F.next_event(self.st, self.x, self.n, self.env.now, True)
             if dt == float("inf"):
                 yield self._wake
             else:
