@@ -197,3 +197,35 @@ def test_flows_is_a_stable_water_fill(state):
     ref_out, ref_inj = reference_flows(q, left, rate, weight, cap, drain)
     np.testing.assert_array_equal(out, ref_out)
     np.testing.assert_array_equal(inj, ref_inj)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 40).flatmap(lambda n: st.tuples(
+    st.just(n),
+    st.lists(st.tuples(st.integers(0, n - 1), st.sampled_from([np.inf, 1.0, 2.0]) | st.floats(0.0, 10.0)),
+             max_size=120),
+    st.floats(0.0, 10.0))))
+def test_min_trees_find_what_a_scan_finds(case):
+    """The fast engine's index: after any sequence of key updates, the root is the minimum and
+    the walk collects exactly the producers a scan finds at or below the threshold, each once
+    (n need not be a power of two: leaves then sit on two levels, out of index order)."""
+    from xsim.des import fluid
+    F = fluid.compiled()
+    n, updates, threshold = case
+    _, _, x, y = fluid.new_stage(1.0, 1.0, np.ones(n))
+    for k, value in updates:
+        x[fluid.KT, k] = value
+        F["tree_set"](x, fluid.TREE_T, fluid.KT, k)
+    assert F["node"](x, fluid.TREE_T, fluid.KT, 1) == x[fluid.KT, :n].min()
+    count = F["collect_due"](x, y, fluid.TREE_T, fluid.KT, threshold, 0)
+    assert sorted(y[fluid.CAND, :count]) == list(np.flatnonzero(x[fluid.KT, :n] <= threshold))  # snap sorts them
+    assert not y[fluid.SEEN, :n][x[fluid.KT, :n] > threshold].any()
+
+
+def test_weights_on_the_exact_grid():
+    from xsim.des import fluid
+    w = fluid.quantize_weights(np.array([1.0, 0.7312345678, 1e-9, 2.5]))
+    assert w[0] == 1.0 and w[3] == 2.5 and w[2] == fluid.WEIGHT_QUANTUM  # at least one step
+    assert abs(w[1] - 0.7312345678) <= fluid.WEIGHT_QUANTUM / 2
+    assert np.all(np.rint(w / fluid.WEIGHT_QUANTUM) * fluid.WEIGHT_QUANTUM == w)
+    assert sum(w) - w[1] - w[0] - w[3] == w[2]  # sums of grid values are exact
