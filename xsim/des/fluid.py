@@ -65,9 +65,9 @@ NO_DEMAND, FINITE, INFINITE = range(3)                        # what a producer 
 # rows of the per-producer float array x: anchor, rate, weight, event keys, mark, scratch, the
 # mode's motion (q += QA dt - QB dV, D += DA dt + DB dV, left -= LA dt + LB dV), and the inner
 # nodes of two min-trees over the keys KT and KV (:func:`tree_set`)
-(Q0, D0, L0, T0, V0, RATE, W, KFIN, KBND, KT, KV, MARK, QNOW, LNOW, KEY, QA, QB, DA, DB, LA, LB,
- TREE_T, TREE_V) = range(23)
-NX = 23
+(Q0, D0, L0, T0, V0, RATE, W, KFIN, KBND, KT, KV, MARK, QNOW, DNOW, LNOW, KEY, QA, QB, DA, DB, LA, LB,
+ TREE_T, TREE_V) = range(24)
+NX = 24
 # rows of the per-producer int array y: mode, demand, served, flags, lists (local indices), and
 # each producer's place in the list of those whose q moves (BACKLOG, MIXED; -1 if not in it)
 MODE, DEMAND, SAT, TOUCHED, SEEN, ACTIVE, TOUCH, DUE, ORDER, CAND, MOVING, MPOS = range(12)
@@ -75,8 +75,8 @@ NY = 12
 # the stage's float scalars st and int counters sc
 S_T, S_V, S_L, S_CAP, S_R, S_W, S_FULL_MIN = range(7)
 NS = 7
-C_ACTIVE, C_TOUCH, C_DUE, C_INF, C_MOVING = range(5)
-NC = 5
+C_ACTIVE, C_TOUCH, C_INF, C_MOVING = range(4)
+NC = 4
 
 
 def quantize_weights(weight: np.ndarray) -> np.ndarray:
@@ -232,7 +232,6 @@ def snap(st, sc, x, y, n: int, now: float, scan_all: bool) -> int:
         k = y[DUE, j]
         settle_one(st, x, y, k, now, thr_t, thr_v)
         touch(sc, y, k)
-    sc[C_DUE] = count
     return count
 
 
@@ -314,8 +313,8 @@ def collect_due(x, y, tree: int, leaf: int, threshold: float, count: int) -> int
 def _consider(st, sc, x, y, k: int, now: float, f: int) -> int:
     """flows' first look at candidate k: its values now and what it wants of the drain; finite
     demands are insertion-sorted into ``y[ORDER, :f]`` by (rate / weight, index). Returns f."""
-    q, _, left = evaluate(x, k, now, st[S_V], st[S_CAP])
-    x[QNOW, k], x[LNOW, k] = q, left
+    q, d, left = evaluate(x, k, now, st[S_V], st[S_CAP])
+    x[QNOW, k], x[DNOW, k], x[LNOW, k] = q, d, left
     demand = INFINITE if q > 0.0 else (FINITE if left > 0.0 else NO_DEMAND)
     old = y[DEMAND, k]
     if (old == NO_DEMAND) != (demand == NO_DEMAND):
@@ -362,8 +361,7 @@ def _update(st, sc, x, y, k: int, now: float) -> None:
         mode = MIXED
     changed = mode != y[MODE, k]
     if changed:
-        _, d, _ = evaluate(x, k, now, st[S_V], cap)
-        anchor(x, k, q, d, left, now, st[S_V])
+        anchor(x, k, q, x[DNOW, k], left, now, st[S_V])
         set_mode(sc, x, y, k, mode)
     if mode == FULL:
         st[S_FULL_MIN] = min(st[S_FULL_MIN], x[RATE, k] / x[W, k])

@@ -85,7 +85,7 @@ class XStage:
         self._flows()
         if self.trace_t is not None:
             F.fill_q(self.st, self.sc, x, self.y, self.n, now, True)  # every producer: the reference
-            total = float(x[fluid.QNOW, :self.n].sum())
+            total = float(x[fluid.QNOW].sum())
             if now > self.trace_t[-1] or total != self.trace_q[-1]:
                 self.trace_t.append(now)
                 self.trace_q.append(total)
