@@ -38,6 +38,7 @@ def test_simulate_json_and_out_dir(capsys, tmp_path):
     for key in ("period_us", "issue_us"):
         assert set(doc[key]) >= {"mean", "median", "p10", "p90"}
     assert doc["makespan_us"] > 0
+    assert doc["engine"] == "fast"  # the default; --engine simpy is the reference
     assert doc["period_us"]["mean"] == pytest.approx(doc["closed_form"]["period_us"], rel=1e-6)
     names = {p.name for p in tmp_path.iterdir()}
     assert {"tiles.csv", "qtrace.csv", "summary.json", "qtrace.html", "timeline.html", "busy.html"} <= names

@@ -14,7 +14,8 @@ def add_parser(sub):
     p = sub.add_parser("simulate", help="discrete-event simulation of a scenario")
     p.add_argument("scenario", help="shipped scenario name or TOML file")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario parameter")
-    p.add_argument("--engine", choices=ENGINES, default="simpy", help="simpy (reference) or fast (numba)")
+    p.add_argument("--engine", choices=ENGINES, default="fast",
+                   help="fast (numba, default) or simpy (the readable reference; same results)")
     p.add_argument("--out", type=Path, metavar="DIR", help="write tiles.csv, qtrace.csv, summary.json and plots")
     add_platform_options(p)
     add_json_option(p)
