@@ -17,7 +17,7 @@ from calibration.dataset import Split, choose_mechanism, split, store_records
 from calibration.records import Record, RecordSet
 from calibration.stages import FitError, StageFit
 from xsim.platform import CapacityModel, IssueModel
-from xsim.units import drain_time_us, gbps_to_bytes_per_us
+from xsim.units import MIB, drain_time_us, gbps_to_bytes_per_us
 
 STATISTICS = ("mean", "median")
 
@@ -62,7 +62,7 @@ class FitResult:
     capacity_model: CapacityModel
     drain: StageFit
     issue: StageFit
-    knees: dict[int, StageFit]          # per training K: Q_K (MiB) from the isolated curve
+    knee_fits: dict[int, StageFit]      # per training K: the fit of Q_K (parameter capacity_mib)
     capacity: StageFit | None           # Q(K) = min(K q, Q_max) over the knees
     burst_overhead: StageFit            # free-running: period - issue - gap on the plateau
     grid_barrier: StageFit              # aligned: the barrier's extra producer-side time
@@ -73,10 +73,7 @@ class FitResult:
 
 
 def _t0(theta, p: Points) -> np.ndarray:
-    theta = list(theta)
-    if len(theta) == 4:  # two-rate form without the aggregate ceiling
-        theta = [theta[0], theta[1], 0.0, theta[2], theta[3]]
-    return stages.issue0_us(theta, p.producers, p.burst_bytes)
+    return stages.issue0_us(stages.full_issue_theta(theta), p.producers, p.burst_bytes)
 
 
 def _capacity_at(p: Points, knees: dict[int, float], model: CapacityModel | None) -> np.ndarray:
@@ -150,7 +147,7 @@ def _knee_fits(p: Points, r: float, theta) -> dict[int, StageFit]:
     for k in sorted({int(x) for x in p.producers[p.isolated]}):
         m = p.isolated & (p.producers == k)
         knee = stages.fit_knee(t0[m], p.volume_bytes[m], r, p.issue_us[m])
-        q = knee.values[0] * 2**20
+        q = knee.value("capacity_mib") * MIB
         if np.any(drain_time_us(p.volume_bytes[m] - q, r) > t0[m]):
             out[k] = knee
     return out
@@ -160,7 +157,7 @@ def _knee_fits(p: Points, r: float, theta) -> dict[int, StageFit]:
 class Stages:
     drain: StageFit
     issue: StageFit
-    knees: dict[int, StageFit]
+    knee_fits: dict[int, StageFit]      # per K: the fit of Q_K (parameter capacity_mib)
     capacity: StageFit | None
     capacity_model: CapacityModel
     burst_overhead: StageFit
@@ -180,7 +177,7 @@ def fit_points(p: Points) -> Stages:
         drain = stages.fit_drain(p.volume_bytes[sel], p.period_us[sel])
         r = drain.values[0]
         knee_fits = _knee_fits(p, r, theta)
-        knees = {k: f.values[0] * 2**20 for k, f in knee_fits.items()}
+        knees = {k: f.value("capacity_mib") * MIB for k, f in knee_fits.items()}  # bytes
         if not knees:
             raise FitError("no isolated burst is past the knee: Q cannot be fitted (larger bursts needed)")
         model, cap_fit = stages.capacity_model(knees)
@@ -225,5 +222,5 @@ def fit_records(rs: RecordSet, mechanism: str | None = None, statistic: str = "m
     threads = recs[0].params.get("threads") if recs else None
     ks = {int(x.params["producers"]) for x in recs}
     return FitResult(mech, threads, statistic, r, stages.issue_model(st.issue, ks), st.capacity_model,
-                     st.drain, st.issue, st.knees, st.capacity, st.burst_overhead, st.grid_barrier, sp,
+                     st.drain, st.issue, st.knee_fits, st.capacity, st.burst_overhead, st.grid_barrier, sp,
                      rs.sha256, _mechanism_drains(rs, mech, r), _baselines(rs))

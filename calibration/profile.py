@@ -15,10 +15,11 @@ from calibration.fit import FitResult
 from calibration.records import RecordSet
 from calibration.stages import StageFit
 from xsim.platform import Platform
+from xsim.units import KIB, MIB
 
 SIGNIFICANT_DIGITS = 6
 REFERENCE_PRODUCERS = 132
-REFERENCE_BURST_BYTES = 32 * 1024
+REFERENCE_BURST_BYTES = 32 * KIB
 METHOD = ("R: zero-gap drain-limited periodic periods, T = V/R (Sec. 3.3); T_iss0(K, B): recovered-plateau "
           "issue times (isolated bursts and gaps >= 1.1 G*, q_peak <= 0.9 Q), IssueModel form; Q(K): per-K fit "
           "of max(T_iss0, (V - Q_K)/R) to isolated bursts (Q = V_knee - R T_iss0, Sec. 3.5), then "
@@ -53,9 +54,9 @@ def stage_summary(fit: StageFit) -> dict:
 
 def _knees(fit: FitResult) -> dict:
     out = {}
-    for k, knee in sorted(fit.knees.items()):
+    for k, knee in sorted(fit.knee_fits.items()):
         lo, hi = knee.ci95[0]
-        out[str(k)] = {"capacity_bytes": knee.values[0] * 2**20, "ci95_bytes": [lo * 2**20, hi * 2**20],
+        out[str(k)] = {"capacity_bytes": knee.value("capacity_mib") * MIB, "ci95_bytes": [lo * MIB, hi * MIB],
                        "n_points": knee.n_points, "rms_rel_residual": knee.rms_residual}
     return out
 

@@ -24,13 +24,12 @@ import numpy as np
 from scipy import optimize, stats
 
 from xsim.platform import CapacityModel, IssueModel
-from xsim.units import bytes_per_us_to_gbps, drain_time_us, gbps_to_bytes_per_us
+from xsim.units import KIB, MIB, bytes_per_us_to_gbps, drain_time_us, gbps_to_bytes_per_us
 
 ITERATIONS = 4
 DRAIN_LIMITED_MARGIN = 1.25
 RECOVERED_GAP_MARGIN = 1.10
 CAPACITY_MARGIN = 0.90
-KIB = 1024.0
 TWO_RATE_GAIN = 0.8   # the two-rate T_iss0 form is kept only if it cuts the rms residual by 20 %
 
 
@@ -59,18 +58,27 @@ class StageFit:
 
 
 # ---- model functions and pure residuals ---------------------------------------------------
-def drain_period_us(drain_rate_gbps: float, volume_bytes: np.ndarray) -> np.ndarray:
-    return drain_time_us(volume_bytes, drain_rate_gbps)
-
-
 def period_residuals(theta, volume_bytes, period_us):
     """theta = [R in GB/s]; relative residual of T_period = V / R."""
-    return drain_period_us(theta[0], volume_bytes) / period_us - 1.0
+    return drain_time_us(volume_bytes, theta[0]) / period_us - 1.0
+
+
+def full_issue_theta(theta) -> list:
+    """The IssueModel form's five values from a fitted theta: the one-rate form's three
+    [t_fixed_us, us_per_kib_producer, us_per_kib_aggregate] stay as they are (their length says
+    so); the two-rate form's four [t_fixed_us, us_per_kib_producer, fast_kib, us_per_kib_fast]
+    (no aggregate ceiling: on H200 remote and local issue agree across K, docs/calibration.md)
+    become [t_fixed_us, us_per_kib_producer, 0, fast_kib, us_per_kib_fast]."""
+    theta = list(theta)
+    if len(theta) == 4:
+        return [theta[0], theta[1], 0.0, theta[2], theta[3]]
+    return theta
 
 
 def issue0_us(theta, producers, burst_bytes):
     """The IssueModel form. theta = [t_fixed_us, us_per_kib_producer, us_per_kib_aggregate]
-    (one rate), or those plus [fast_kib, us_per_kib_fast] (the first fast_kib of a burst faster)."""
+    (one rate), or those plus [fast_kib, us_per_kib_fast] (the first fast_kib of a burst faster);
+    a fitted two-rate theta goes through :func:`full_issue_theta` first."""
     t_fixed, u_producer, u_aggregate = theta[:3]
     slow = np.maximum(u_producer, producers * u_aggregate)
     kib = burst_bytes / KIB
@@ -87,20 +95,20 @@ def issue_residuals(theta, producers, burst_bytes, issue_us):
 
 def isolated_residuals(theta, t_iss0_us, volume_bytes, drain_rate_gbps, issue_us):
     """theta = [Q_K in MiB]; eq. 7: max(T_iss0, (V - Q)/R)."""
-    capacity_bytes = theta[0] * 2**20
-    model = np.maximum(t_iss0_us, drain_period_us(drain_rate_gbps, volume_bytes - capacity_bytes))
+    capacity_bytes = theta[0] * MIB
+    model = np.maximum(t_iss0_us, drain_time_us(volume_bytes - capacity_bytes, drain_rate_gbps))
     return model / issue_us - 1.0
 
 
 def capacity_residuals(theta, producers, capacity_bytes):
     """theta = [q_per_producer_kib, q_max_mib]: Q(K) = min(K q_producer, Q_max)."""
-    model = np.minimum(producers * theta[0] * KIB, theta[1] * 2**20)
+    model = np.minimum(producers * theta[0] * KIB, theta[1] * MIB)
     return model / capacity_bytes - 1.0
 
 
 def affine_capacity_residuals(theta, producers, capacity_bytes):
     """theta = [shared_mib, q_per_producer_kib]: Q(K) = Q_shared + K q_producer."""
-    return (theta[0] * 2**20 + producers * theta[1] * KIB) / capacity_bytes - 1.0
+    return (theta[0] * MIB + producers * theta[1] * KIB) / capacity_bytes - 1.0
 
 
 def constant_residuals(theta, values_us):
@@ -162,10 +170,8 @@ def fit_issue(producers, burst_bytes, issue_us) -> StageFit:
 
 
 def two_rate_residuals(theta, producers, burst_bytes, issue_us):
-    """theta = [t_fixed_us, us_per_kib_producer, fast_kib, us_per_kib_fast]; no aggregate ceiling
-    (on H200 remote and local issue agree across K, docs/calibration.md)."""
-    full = [theta[0], theta[1], 0.0, theta[2], theta[3]]
-    return issue0_us(full, producers, burst_bytes) / issue_us - 1.0
+    """theta = [t_fixed_us, us_per_kib_producer, fast_kib, us_per_kib_fast] (:func:`full_issue_theta`)."""
+    return issue0_us(full_issue_theta(theta), producers, burst_bytes) / issue_us - 1.0
 
 
 def _two_rate(one: StageFit, args) -> StageFit | None:
@@ -186,14 +192,14 @@ def _two_rate(one: StageFit, args) -> StageFit | None:
 
 def fit_knee(t_iss0_us, volume_bytes, drain_rate_gbps, issue_us) -> StageFit:
     """Q_K for one K: start where the knee is, q_peak at the most backpressured point."""
-    q0 = float(np.max(volume_bytes - gbps_to_bytes_per_us(drain_rate_gbps) * issue_us)) / 2**20
+    q0 = float(np.max(volume_bytes - gbps_to_bytes_per_us(drain_rate_gbps) * issue_us)) / MIB
     return _stage(isolated_residuals, [max(q0, 1e-3)], (t_iss0_us, volume_bytes, drain_rate_gbps, issue_us),
                   ("capacity_mib",), [1e-6], [1e6])
 
 
 def fit_capacity(producers, capacity_bytes) -> StageFit:
     q_per = float(np.max(capacity_bytes / producers)) / KIB
-    q_max = float(np.max(capacity_bytes)) / 2**20
+    q_max = float(np.max(capacity_bytes)) / MIB
     return _stage(capacity_residuals, [q_per, q_max], (producers, capacity_bytes),
                   ("per_producer_kib", "max_mib"), [1e-6, 1e-6], [1e6, 1e6])
 
@@ -219,7 +225,7 @@ def issue_model(fit: StageFit, producers_seen) -> IssueModel:
 def fit_capacity_affine(producers, capacity_bytes) -> StageFit:
     slope = float(np.polyfit(producers, capacity_bytes, 1)[0]) if np.unique(producers).size > 1 else 0.0
     q_per = max(slope, 1.0) / KIB
-    shared = max(float(np.min(capacity_bytes - producers * q_per * KIB)), 0.0) / 2**20
+    shared = max(float(np.min(capacity_bytes - producers * q_per * KIB)), 0.0) / MIB
     return _stage(affine_capacity_residuals, [shared, q_per], (producers, capacity_bytes),
                   ("shared_mib", "per_producer_kib"), [0.0, 1e-6], [1e6, 1e6])
 
@@ -234,9 +240,9 @@ def capacity_model(q_by_k: dict[int, float]) -> tuple[CapacityModel, StageFit | 
     fit = fit_capacity(ks, qs)
     affine = fit_capacity_affine(ks, qs)
     if affine.rms_residual < fit.rms_residual:
-        shared, q_per = affine.value("shared_mib") * 2**20, affine.value("per_producer_kib") * KIB
+        shared, q_per = affine.value("shared_mib") * MIB, affine.value("per_producer_kib") * KIB
         return CapacityModel(per_producer_bytes=q_per, shared_bytes=shared if shared > 0 else None), affine
-    q_per, q_max = fit.value("per_producer_kib") * KIB, fit.value("max_mib") * 2**20
+    q_per, q_max = fit.value("per_producer_kib") * KIB, fit.value("max_mib") * MIB
     per_binds, max_binds = np.any(ks * q_per < q_max), np.any(ks * q_per >= q_max)
     return CapacityModel(max_bytes=q_max if max_binds else None,
                          per_producer_bytes=q_per if per_binds else None), fit

@@ -15,9 +15,8 @@ import numpy as np
 
 from xsim.platform import CapacityModel, IssueModel, Platform
 from xsim.report.des_runs import micro_params, simulate_point
-from xsim.units import drain_time_us
+from xsim.units import KIB, MIB, drain_time_us
 
-KIB = 1024
 SYNTHETIC_PLATFORM = {"gpu": "synthetic (xsim DES)", "gpu_count": 2, "sms": 132, "sm_clock_mhz": 1980,
                       "link": "none", "driver": "none", "cuda": "none", "torch": "none", "triton": "none"}
 
@@ -27,7 +26,7 @@ def known_platform() -> Platform:
     return Platform(
         name="synthetic-known", drain_rate_gbps=450.0,
         issue=IssueModel(t_fixed_us=0.25, producer_issue_gbps=50.0, aggregate_issue_gbps=3000.0),
-        capacity=CapacityModel(max_bytes=3 * 2**20, per_producer_bytes=48 * KIB),
+        capacity=CapacityModel(max_bytes=3 * MIB, per_producer_bytes=48 * KIB),
         burst_overhead_us=0.15, grid_barrier_us=0.0,
         status="override", description="known parameters of the synthetic records")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from xsim.des.result import SimResult
+from xsim.units import MIB
 
 
 def qtrace_figure(result: SimResult, title: str = "X-Stage occupancy q(t)"):
@@ -15,8 +16,8 @@ def qtrace_figure(result: SimResult, title: str = "X-Stage occupancy q(t)"):
         if trace is None:
             continue
         t, q = trace
-        fig.add_trace(go.Scatter(x=t, y=q / 2**20, mode="lines", name=f"GPU {gpu}"))
-        cap = result.workload.xstages[gpu].capacity_bytes / 2**20
+        fig.add_trace(go.Scatter(x=t, y=q / MIB, mode="lines", name=f"GPU {gpu}"))
+        cap = result.workload.xstages[gpu].capacity_bytes / MIB
         fig.add_hline(y=cap, line_dash="dot", annotation_text=f"Q = {cap:.3g} MiB")
     fig.update_layout(title=title, xaxis_title="time (us)", yaxis_title="outstanding (MiB)")
     return fig

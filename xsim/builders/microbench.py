@@ -28,13 +28,13 @@ from xsim.closedform import steady_state
 from xsim.closedform.burst_gap import isolated_burst
 from xsim.params import Param
 from xsim.platform import Platform
-from xsim.units import gbps_to_bytes_per_us
+from xsim.units import KIB, gbps_to_bytes_per_us
 from xsim.workload import COUPLINGS, Workload, XStageParams
 
 PARAMS = {
     "mode": Param("str", "periodic", "periodic bursts or isolated bursts", choices=("periodic", "isolated")),
     "producers": Param("int", 132, "concurrent producer CTAs K", minimum=1, maximum=100_000),
-    "burst_bytes": Param("bytes", 32 * 1024, "bytes per producer per burst B", minimum=0, exclusive_min=True),
+    "burst_bytes": Param("bytes", 32 * KIB, "bytes per producer per burst B", minimum=0, exclusive_min=True),
     "gap_us": Param("us", 0.0, "producer-side gap G between bursts", minimum=0),
     "bursts": Param("int", 200, "bursts per producer", minimum=1, maximum=10_000_000),
     "warmup_bursts": Param("int", 50, "leading bursts left out of the statistics", minimum=0),

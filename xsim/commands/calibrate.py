@@ -6,6 +6,7 @@ from pathlib import Path
 
 from xsim.commands.common import add_json_option, print_json, print_table
 from xsim.platform import save_profile
+from xsim.units import MIB
 
 
 def add_parser(sub):
@@ -34,12 +35,12 @@ def _rows(profile) -> list[tuple[str, object]]:
             rows.append((name, f'{v["value"]:.4g}  [{lo:.4g}, {hi:.4g}]'))
     for k, knee in fit["capacity_knees"].items():
         lo, hi = knee["ci95_bytes"]
-        rows.append((f"Q(K={k}) knee, MiB", f'{knee["capacity_bytes"] / 2**20:.4g}  [{lo / 2**20:.4g}, {hi / 2**20:.4g}]'))
+        rows.append((f"Q(K={k}) knee, MiB", f'{knee["capacity_bytes"] / MIB:.4g}  [{lo / MIB:.4g}, {hi / MIB:.4g}]'))
     head = pv["headline"]
     arb = pv.get("arbitration")
     rows.append(("arbitration weights", f'{arb["n_producers"]} from {arb["trace"]}' if arb else "none (fair)"))
     rows += [("T_iss0(132, 32KB) us", head["t_iss0_us_at_k132_b32kib"]),
-             ("Q(132) MiB", head["capacity_bytes_at_k132"] / 2**20), ("ce_ratio", head["ce_ratio"])]
+             ("Q(132) MiB", head["capacity_bytes_at_k132"] / MIB), ("ce_ratio", head["ce_ratio"])]
     for model, errors in pv["heldout"]["errors_percent"].items():
         for mode in ("aligned", "free_running"):
             e = errors[mode]

@@ -10,11 +10,10 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from xsim.report.micro import REFERENCE_BURST_BYTES, REFERENCE_PRODUCERS, MicroReport, Row
-from xsim.units import drain_time_us
+from xsim.units import MIB, drain_time_us
 
 MODE = {True: ("aligned", "circle", "#1f77b4"), False: ("free-running", "diamond", "#d62728")}
 MODEL_STYLE = {"fluid": "dot", "mode-aware": "solid", "des": "dash"}
-MIB = 2**20
 
 
 def _layout(fig: go.Figure, title: str, x: str, y: str, log: bool = False) -> go.Figure:
