@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from xsim.platform import CapacityModel, IssueModel, Platform
-from xsim.report.des_runs import micro_params, simulate_point
+from xsim.simulate_point import micro_params, simulate_point
 from xsim.units import KIB, MIB, drain_time_us
 
 SYNTHETIC_PLATFORM = {"gpu": "synthetic (xsim DES)", "gpu_count": 2, "sms": 132, "sm_clock_mhz": 1980,
