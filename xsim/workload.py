@@ -21,6 +21,11 @@ Per tile:
   drained; for a tile without remote bytes, when every byte its producer issued before it has
   drained (and never before its issue end).
 
+- ``burst_index``: the burst (round) a tile belongs to: the statistics cut warm-up by it
+  (``burst_index >= warmup_bursts``) and group tiles of the same burst across producers
+  (``SimResult.burst_issue_stats``). The microbenchmark builder gives a burst tile and its gap
+  tile the burst's number; left out, it is the tile's position in its stream.
+
 Per producer, ``producer_weight`` is its arbitration weight when the X-Stage is full (see
 :func:`xsim.des.fluid.flows`); equal weights share the drain fairly.
 """
@@ -66,7 +71,7 @@ class Workload:
     n_counters: int = 0
     staging_depth: int = 2
     coupling: str = "xstage"
-    burst_index: np.ndarray = field(default=None)  # int64[T]: tile's position in its stream
+    burst_index: np.ndarray = field(default=None)  # int64[T]: the burst a tile belongs to (default: position)
     signal_on_drain: np.ndarray = field(default=None)  # bool[T]: signal at drain end, not issue end
     producer_weight: np.ndarray = field(default=None)  # float64[P]: arbitration weight under backpressure
 
