@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from xsim.des import fluid, simpy_engine
+from xsim.des import simpy_engine
+from xsim.des.fluid_state import List, StageCount, Status
 from xsim.platform import resolve_platform
 from xsim.scenario import load_scenario
 
@@ -24,10 +25,10 @@ _flows = simpy_engine.XStage._flows
 
 
 def counting_flows(self) -> None:
-    y, sc = self.y, self.sc
-    active = set(y[fluid.ACTIVE, :sc[fluid.C_ACTIVE]].tolist())
-    touched = set(y[fluid.TOUCH, :sc[fluid.C_TOUCH]].tolist())
-    rows.append([int((y[fluid.MODE, :self.n] == m).sum()) for m in range(len(MODES))] + [len(active | touched)])
+    lists, count, status = self.s.lists, self.s.count, self.s.status
+    active = set(lists[List.ACTIVE, :count[StageCount.ACTIVE]].tolist())
+    touched = set(lists[List.TOUCHED, :count[StageCount.TOUCHED]].tolist())
+    rows.append([int((status[Status.MODE, :self.n] == m).sum()) for m in range(len(MODES))] + [len(active | touched)])
     _flows(self)
 
 

@@ -5,117 +5,129 @@ current time (``event.succeed()``) carry the largest keys so far, so a FIFO ring
 sorted, and merging the ring's head with the heap's top by (time, key) gives exactly SimPy's
 order at a fraction of the heap's cost.
 
-The queue is three arrays: ``qt`` (float, entry times) and ``qk`` (int, columns ``Q_KEY``,
-``Q_KIND``, ``Q_ARG``, ``Q_GEN``), each with ``2 * size`` rows: rows ``0..size`` hold the heap,
-rows ``size..2 * size`` the ring; and ``ctr`` (int, ``C_LEN`` heap length, ``C_EID`` next
-insertion number, ``C_RING_HEAD`` and ``C_RING_N``). An entry's kind, argument and generation
-are the caller's to interpret. Compiled without numba's runtime: no function here allocates.
+A :class:`Queue` is three arrays: ``time`` (float, one per slot), ``entry`` (int, one row per
+slot, columns :data:`Entry`) and ``count`` (int, :data:`Count`). Slots ``0..size`` hold the
+heap, slots ``size..2 * size`` the ring. An entry's kind, argument and generation are the
+caller's to interpret. Nothing here allocates.
 """
 
 from __future__ import annotations
 
-import numba
+from typing import NamedTuple
+
 import numpy as np
+
+from xsim.des.jit import inline, jit
+from xsim.des.layout import columns, layout
 
 URGENT, NORMAL = 0, 1          # SimPy's priorities: Initialize is urgent, everything else normal
 PRIO_SHIFT = 1 << 62           # queue key = priority * PRIO_SHIFT + insertion number
-Q_KEY, Q_KIND, Q_ARG, Q_GEN = range(4)                      # qk columns
-C_LEN, C_EID, C_RING_HEAD, C_RING_N = range(4)              # ctr
+Entry = layout("Entry", "KEY KIND ARG GEN")                     # columns of Queue.entry
+Count = layout("Count", "HEAP_LEN NEXT_EID RING_HEAD RING_LEN")  # Queue.count
+ENTRY_WIDTH = len(Entry)
 
 
-def empty(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+class Queue(NamedTuple):
+    time: np.ndarray    # float[2 size]: the entry's time, per slot
+    entry: np.ndarray   # int[2 size, Entry]: its key, kind, argument and generation, per slot
+    count: np.ndarray   # int[Count]: heap length, next insertion number, ring head and length
+
+
+def empty(size: int) -> Queue:
     """A queue with room for ``size`` pending timeouts and ``size`` entries triggered now."""
-    return np.zeros(2 * size), np.zeros((2 * size, 4), np.int64), np.zeros(4, np.int64)
+    return Queue(np.zeros(2 * size), columns(Entry, 2 * size, np.int64), np.zeros(len(Count), np.int64))
 
 
-@numba.njit(_nrt=False, inline="always")
-def _before(qt, qk, a, b):
-    return qt[a] < qt[b] or (qt[a] == qt[b] and qk[a, Q_KEY] < qk[b, Q_KEY])
+@inline
+def _before(q, a, b):
+    return q.time[a] < q.time[b] or (q.time[a] == q.time[b] and q.entry[a, Entry.KEY] < q.entry[b, Entry.KEY])
 
 
-@numba.njit(_nrt=False, inline="always")
-def _swap(qt, qk, a, b):
-    qt[a], qt[b] = qt[b], qt[a]
-    for c in range(4):
-        qk[a, c], qk[b, c] = qk[b, c], qk[a, c]
+@inline
+def _swap(q, a, b):
+    q.time[a], q.time[b] = q.time[b], q.time[a]
+    for c in range(ENTRY_WIDTH):
+        q.entry[a, c], q.entry[b, c] = q.entry[b, c], q.entry[a, c]
 
 
-@numba.njit(_nrt=False, inline="always")
-def _put(qt, qk, ctr, j, t, prio, kind, arg, gen):
-    qt[j] = t
-    qk[j, Q_KEY], qk[j, Q_KIND], qk[j, Q_ARG], qk[j, Q_GEN] = prio * PRIO_SHIFT + ctr[C_EID], kind, arg, gen
-    ctr[C_EID] += 1
+@inline
+def _put(q, j, t, prio, kind, arg, gen):
+    q.time[j] = t
+    e = q.entry
+    e[j, Entry.KEY], e[j, Entry.KIND], e[j, Entry.ARG], e[j, Entry.GEN] = prio * PRIO_SHIFT + q.count[Count.NEXT_EID], kind, arg, gen
+    q.count[Count.NEXT_EID] += 1
 
 
-@numba.njit(_nrt=False)
-def timeout(qt, qk, ctr, t, kind, arg):
+@jit
+def timeout(q, t, kind, arg):
     """``env.timeout``: a heap entry at time ``t``."""
-    n = ctr[C_LEN]
-    if n == qt.shape[0] // 2:
+    n = q.count[Count.HEAP_LEN]
+    if n == q.time.shape[0] // 2:
         raise RuntimeError("fast engine: event heap overflow")
-    _put(qt, qk, ctr, n, t, NORMAL, kind, arg, 0)
-    ctr[C_LEN] = n + 1
-    while n > 0 and _before(qt, qk, n, (n - 1) // 2):
-        _swap(qt, qk, n, (n - 1) // 2)
+    _put(q, n, t, NORMAL, kind, arg, 0)
+    q.count[Count.HEAP_LEN] = n + 1
+    while n > 0 and _before(q, n, (n - 1) // 2):
+        _swap(q, n, (n - 1) // 2)
         n = (n - 1) // 2
 
 
-@numba.njit(_nrt=False, inline="always")
-def ring_push(qt, qk, ctr, now, prio, kind, arg, gen):
+@inline
+def ring_push(q, now, prio, kind, arg, gen):
     """An entry at the current time with priority ``prio``, after every one scheduled before it."""
-    size = qt.shape[0] // 2
-    if ctr[C_RING_N] == size:
+    size = q.time.shape[0] // 2
+    if q.count[Count.RING_LEN] == size:
         raise RuntimeError("fast engine: event ring overflow")
-    j = ctr[C_RING_HEAD] + ctr[C_RING_N]
-    _put(qt, qk, ctr, size + (j - size if j >= size else j), now, prio, kind, arg, gen)
-    ctr[C_RING_N] += 1
+    j = q.count[Count.RING_HEAD] + q.count[Count.RING_LEN]
+    _put(q, size + (j - size if j >= size else j), now, prio, kind, arg, gen)
+    q.count[Count.RING_LEN] += 1
 
 
-@numba.njit(_nrt=False, inline="always")
-def succeed(qt, qk, ctr, now, kind, arg, gen):
+@inline
+def succeed(q, now, kind, arg, gen):
     """``event.succeed()``: an entry at the current time, after every one scheduled before it."""
-    ring_push(qt, qk, ctr, now, NORMAL, kind, arg, gen)
+    ring_push(q, now, NORMAL, kind, arg, gen)
 
 
-@numba.njit(_nrt=False, inline="always")
-def new_key(ctr, prio):
+@inline
+def new_key(q, prio):
     """The key SimPy would give an event scheduled now (for an entry kept outside the queue)."""
-    ctr[C_EID] += 1
-    return prio * PRIO_SHIFT + ctr[C_EID] - 1
+    q.count[Count.NEXT_EID] += 1
+    return prio * PRIO_SHIFT + q.count[Count.NEXT_EID] - 1
 
 
-@numba.njit(_nrt=False)
-def _heap_pop(qt, qk, ctr):
+@jit
+def _heap_pop(q):
     """Remove the heap's top; returns the slot where its fields can still be read."""
-    n = ctr[C_LEN] - 1
-    _swap(qt, qk, 0, n)
-    ctr[C_LEN] = n
+    n = q.count[Count.HEAP_LEN] - 1
+    _swap(q, 0, n)
+    q.count[Count.HEAP_LEN] = n
     i = 0
     while 2 * i + 1 < n:
         c = 2 * i + 1
-        if c + 1 < n and _before(qt, qk, c + 1, c):
+        if c + 1 < n and _before(q, c + 1, c):
             c += 1
-        if not _before(qt, qk, c, i):
+        if not _before(q, c, i):
             break
-        _swap(qt, qk, i, c)
+        _swap(q, i, c)
         i = c
     return n
 
 
-@numba.njit(_nrt=False, inline="always")
-def peek(qt, qk, ctr):
+@inline
+def peek(q):
     """Slot of the first entry (heap top or ring head), or -1 if there is none."""
-    if ctr[C_RING_N] == 0:
-        return 0 if ctr[C_LEN] > 0 else -1
-    j = qt.shape[0] // 2 + ctr[C_RING_HEAD]
-    return 0 if ctr[C_LEN] > 0 and _before(qt, qk, 0, j) else j
+    if q.count[Count.RING_LEN] == 0:
+        return 0 if q.count[Count.HEAP_LEN] > 0 else -1
+    j = q.time.shape[0] // 2 + q.count[Count.RING_HEAD]
+    return 0 if q.count[Count.HEAP_LEN] > 0 and _before(q, 0, j) else j
 
 
-@numba.njit(_nrt=False, inline="always")
-def take(qt, qk, ctr, j):
+@inline
+def take(q, j):
     """Remove the entry ``peek`` found; returns the slot where its fields can still be read."""
     if j == 0:
-        return _heap_pop(qt, qk, ctr)
-    ctr[C_RING_HEAD] = 0 if ctr[C_RING_HEAD] + 1 == qt.shape[0] // 2 else ctr[C_RING_HEAD] + 1
-    ctr[C_RING_N] -= 1
+        return _heap_pop(q)
+    size = q.time.shape[0] // 2
+    q.count[Count.RING_HEAD] = 0 if q.count[Count.RING_HEAD] + 1 == size else q.count[Count.RING_HEAD] + 1
+    q.count[Count.RING_LEN] -= 1
     return j

@@ -12,17 +12,15 @@ depend on that order because the fluid state only changes with elapsed time.
 from __future__ import annotations
 
 import heapq
-import types
 
 import numpy as np
 import simpy
 
 from xsim.des import fluid
+from xsim.des.fluid_state import Fluid
 from xsim.des.result import SimResult, TileTimes
+from xsim.des.water_fill import flows
 from xsim.workload import Workload
-
-
-F = None  # the compiled fluid functions, bound on first run
 
 
 class SimulationError(RuntimeError):
@@ -30,7 +28,8 @@ class SimulationError(RuntimeError):
 
 
 class XStage:
-    """One source GPU's fluid X-Stage (see :mod:`xsim.des.fluid`): per-producer arrays."""
+    """One source GPU's fluid X-Stage (see :mod:`xsim.des.fluid`): its arrays are ``self.s``
+    (:class:`xsim.des.fluid_state.FluidStage`), passed to the fluid functions as ``*self.s``."""
 
     def __init__(self, env: simpy.Environment, drain: float, capacity: float, producers: np.ndarray,
                  weight: np.ndarray, trace: bool):
@@ -38,7 +37,7 @@ class XStage:
         self.local = {int(p): i for i, p in enumerate(producers)}  # producer -> index here
         n = self.n = len(producers)
         weight = np.asarray(weight, dtype=float)[producers] if n else np.zeros(0)
-        self.st, self.sc, self.x, self.y = fluid.new_stage(drain, capacity / max(n, 1), weight)
+        self.s = fluid.new_stage(drain, capacity / max(n, 1), weight)
         self._marks: list[list] = [[] for _ in range(n)]  # FIFO of (mark, event) per producer
         self._issued: list = [None] * n
         self.trace_t: list[float] | None = [0.0] if trace else None
@@ -48,44 +47,44 @@ class XStage:
 
     @property
     def total_drained(self) -> float:
-        return float(self.x[fluid.D0].sum())
+        return float(self.s.fluid[Fluid.D0].sum())
 
     def inject(self, producer: int, nbytes: float, t_iss0_us: float) -> tuple[simpy.Event, simpy.Event]:
         """Start issuing ``nbytes``; returns (issue-ended, bytes-drained) events."""
         now = self.env.now
-        F.advance(self.st, now)
+        fluid.advance(self.s.stage, now)
         i = self.local[producer]
         issued, drained = self.env.event(), self.env.event()
-        F.start(self.st, self.sc, self.x, self.y, i, nbytes, nbytes / t_iss0_us, now)
+        fluid.start(*self.s, i, nbytes, nbytes / t_iss0_us, now)
         self._issued[i] = (issued, drained)  # the drain's turn at this instant runs the water-fill
         if not self._wake.triggered:
             self._wake.succeed()
         return issued, drained
 
     def _flows(self) -> None:
-        F.flows(self.st, self.sc, self.x, self.y, self.n, self.env.now, True)  # every producer: the reference
+        flows(*self.s, self.n, self.env.now, True)  # every producer: the reference
 
     def _settle(self) -> None:
         """Complete every issuer and drain mark the fluid has reached at this instant."""
         now = self.env.now
-        F.snap(self.st, self.sc, self.x, self.y, self.n, now, True)  # every producer: the reference
-        x = self.x
+        fluid.snap(*self.s, self.n, now, True)  # every producer: the reference
+        x = self.s.fluid
         for i in range(self.n):  # issue ends, in producer order
-            if self._issued[i] is not None and x[fluid.L0, i] <= 0.0:
+            if self._issued[i] is not None and x[Fluid.L0, i] <= 0.0:
                 issued, drained = self._issued[i]
                 self._issued[i] = None
-                x[fluid.RATE, i] = 0.0
-                self._marks[i].append((x[fluid.D0, i] + x[fluid.Q0, i], drained))
+                x[Fluid.RATE, i] = 0.0
+                self._marks[i].append((x[Fluid.D0, i] + x[Fluid.Q0, i], drained))
                 issued.succeed()
         for i in range(self.n):  # drain marks, per producer in order
             marks = self._marks[i]
-            while marks and F.mark_due(self.st, x, self.y, i, marks[0][0], now):
+            while marks and fluid.mark_due(*self.s, i, marks[0][0], now):
                 marks.pop(0)[1].succeed(now)
-            x[fluid.MARK, i] = marks[0][0] if marks else np.inf
+            x[Fluid.MARK, i] = marks[0][0] if marks else np.inf
         self._flows()
         if self.trace_t is not None:
-            F.fill_q(self.st, self.sc, x, self.y, self.n, now, True)  # every producer: the reference
-            total = float(x[fluid.QNOW].sum())
+            fluid.fill_q(*self.s, self.n, now, True)  # every producer: the reference
+            total = float(x[Fluid.QNOW].sum())
             if now > self.trace_t[-1] or total != self.trace_q[-1]:
                 self.trace_t.append(now)
                 self.trace_q.append(total)
@@ -93,10 +92,10 @@ class XStage:
     def drain(self):
         """The drain process: sleep until the next fluid event or a new issuer."""
         while True:
-            F.advance(self.st, self.env.now)
+            fluid.advance(self.s.stage, self.env.now)
             self._settle()
             self._wake = self.env.event()
-            dt = F.next_event(self.st, self.x, self.n, self.env.now, True)
+            dt = fluid.next_event(*self.s, self.n, self.env.now, True)
             if dt == float("inf"):
                 yield self._wake
             else:
@@ -134,9 +133,6 @@ class Counters:
 
 def run(workload: Workload, trace: bool = True) -> SimResult:
     """Simulate ``workload`` to completion."""
-    global F
-    if F is None:
-        F = types.SimpleNamespace(**fluid.compiled())
     w = workload
     env = simpy.Environment()
     stages = [XStage(env, x.drain_bytes_per_us, x.capacity_bytes, np.flatnonzero(w.producer_gpu == g),
