@@ -23,13 +23,13 @@ def turn(s, now, scan_all):
     fluid.advance(s.stage, now)
     due = fluid.snap(*s, 2, now, scan_all)
     flows(*s, 2, now, scan_all)
-    return list(s.lists[List.DUE, :due]), fluid.next_event(*s, 2, now, scan_all)
+    return list(s.lists[List.DUE, :due]), fluid.next_event(s.stage, s.fluid, s.trees, 2, now, scan_all)
 
 
 @pytest.mark.parametrize("scan_all", [True, False])
 def test_one_issue_fills_then_drains(scan_all):
     s = new_stage(10.0, 100.0, np.ones(2))
-    fluid.start(*s, 0, 50.0, 20.0, 0.0)
+    fluid.start(s.stage, s.count, s.fluid, s.status, s.lists, 0, 50.0, 20.0, 0.0)
     assert turn(s, 0.0, scan_all) == ([], 2.5)                    # the issue ends first (the boundary at 10 us)
     assert s.status[Status.MODE, 0] == MIXED and s.stage[Stage.LEVEL] == 10.0
     assert s.fluid[Fluid.KFIN, 0] == 2.5 and s.fluid[Fluid.KBND, 0] == 10.0
@@ -39,10 +39,10 @@ def test_one_issue_fills_then_drains(scan_all):
     assert (s.fluid[Fluid.Q0, 0], s.fluid[Fluid.D0, 0], s.fluid[Fluid.L0, 0]) == (25.0, 25.0, 0.0)
     assert s.fluid[Fluid.KV, 0] == 50.0 and s.fluid[Fluid.KT, 0] == math.inf  # empty at V = 50
     mark = s.fluid[Fluid.D0, 0] + s.fluid[Fluid.Q0, 0]
-    assert not fluid.mark_due(*s, 0, mark, 4.0)
+    assert not fluid.mark_due(s.stage, s.fluid, s.status, 0, mark, 4.0)
 
     assert turn(s, 5.0, scan_all) == ([0], math.inf)              # empty: nothing left to happen
-    assert fluid.mark_due(*s, 0, mark, 5.0)
+    assert fluid.mark_due(s.stage, s.fluid, s.status, 0, mark, 5.0)
     assert s.status[Status.MODE, 0] == IDLE and s.fluid[Fluid.D0, 0] == 50.0
     assert s.status[Status.MODE, 1] == IDLE and s.fluid[Fluid.D0, 1] == 0.0
 
@@ -60,10 +60,10 @@ def test_evaluate_follows_the_anchor_and_the_motion():
 @pytest.mark.parametrize("scan_all", [True, False])
 def test_fill_q_gives_every_producer_its_q_now(scan_all):
     s = new_stage(10.0, 100.0, np.ones(2))
-    fluid.start(*s, 1, 50.0, 20.0, 0.0)
+    fluid.start(s.stage, s.count, s.fluid, s.status, s.lists, 1, 50.0, 20.0, 0.0)
     turn(s, 0.0, scan_all)
     fluid.advance(s.stage, 1.0)
-    fluid.fill_q(*s, 2, 1.0, scan_all)
+    fluid.fill_q(s.stage, s.count, s.fluid, s.lists, 2, 1.0, scan_all)
     assert list(s.fluid[Fluid.QNOW]) == [0.0, 10.0]
 
 

@@ -65,13 +65,10 @@ def _process(kind, arg, gen, now, s):
         p = s.tiles.i[TileI.PRODUCER, arg]
         if s.coupled and pi[p, ProducerI.ISS_PC] == ISS_DRAINED and pi[p, ProducerI.EVENT] == arg:
             issuer_run(s, p, now)
-    elif kind == K_WAKE:
-        if gen == x.drain_i[arg, DrainI.GEN]:
-            if x.drain_i[arg, DrainI.SLEEP] != SLEEP_WAKE_ONLY:
-                fire_condition(x, arg, now, s.queue)
-            elif drain_turn(x, s.tiles, arg, now, s.queue, s.tracing):
-                return arg
-    elif drain_turn(x, s.tiles, arg, now, s.queue, s.tracing):  # K_DRAIN
+    elif kind == K_WAKE and (gen != x.drain_i[arg, DrainI.GEN] or x.drain_i[arg, DrainI.SLEEP] != SLEEP_WAKE_ONLY):
+        if gen == x.drain_i[arg, DrainI.GEN]:  # else a stale wake: the drain has run since
+            fire_condition(x, arg, now, s.queue)
+    elif drain_turn(x, s.tiles, arg, now, s.queue, s.tracing):  # K_DRAIN, or a wake of a drain asleep on it
         return arg
     return -1
 

@@ -89,7 +89,9 @@ def issuer_run(s, p, now):
             pi[p, ProducerI.ISS_PC] = ISS_ISSUED
             if tf[TileF.BYTES, i] > 0:
                 pi[p, ProducerI.LAST_REMOTE], pi[p, ProducerI.EVENT] = i, i
-                inject(s.xstages, s.tiles, pi[p, ProducerI.GPU], pi[p, ProducerI.COLUMN], i, now, q)
+                nbytes = tf[TileF.BYTES, i]
+                inject(s.xstages, pi[p, ProducerI.GPU], pi[p, ProducerI.COLUMN], i, nbytes,
+                       nbytes / tf[TileF.T_ISS0_US, i], now, q)
                 return
             last = pi[p, ProducerI.LAST_REMOTE]
             if last >= 0 and ti[TileI.DRAINED, last] != DR_PROCESSED:

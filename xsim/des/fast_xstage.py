@@ -24,23 +24,24 @@ INF = math.inf
 
 
 @jit
-def inject(x, tiles, g, k, tile, now, q):
-    """XStage.inject: the producer in local column k of stage g starts issuing ``tile``'s bytes;
-    wakes the drain, whose turn at this instant runs the water-fill."""
-    nbytes = tiles.f[TileF.BYTES, tile]
+def inject(x, g, k, tile, nbytes, rate, now, q):
+    """XStage.inject: the producer in local column k of stage g starts issuing ``tile``'s
+    ``nbytes`` at ``rate``; wakes the drain, whose turn at this instant runs the water-fill."""
     fluid.advance(x.stage[g], now)
-    fluid.start(*fluid_stage(x, g), k, nbytes, nbytes / tiles.f[TileF.T_ISS0_US, tile], now)
+    stage, count, f, status, lists, _ = fluid_stage(x, g)
+    fluid.start(stage, count, f, status, lists, k, nbytes, rate, now)
     x.column[Column.ISSUING, x.drain_i[g, DrainI.BASE] + k] = tile
     if x.drain_i[g, DrainI.WOKEN] == 0:
         x.drain_i[g, DrainI.WOKEN] = 1
         succeed(q, now, K_WAKE, g, x.drain_i[g, DrainI.GEN])
 
 
-@jit
+@inline
 def _settle(x, tiles, g, now, q):
     """XStage._settle: issue ends in producer order, then each producer's due drain marks; flows.
     Only producers with an event due now can end an issue or pass a mark: the due list."""
     s = fluid_stage(x, g)
+    stage, _, fx, status, _, _ = s
     base, n = x.drain_i[g, DrainI.BASE], x.drain_i[g, DrainI.SIZE]
     col, f, tf, ti = x.column, x.fluid, tiles.f, tiles.i
     due = fluid.snap(*s, n, now, False)
@@ -60,7 +61,7 @@ def _settle(x, tiles, g, now, q):
         local = x.lists[List.DUE, base + j]
         k = base + local
         tile = col[Column.MARK_HEAD, k]
-        while tile >= 0 and fluid.mark_due(*s, local, tf[TileF.MARK, tile], now):
+        while tile >= 0 and fluid.mark_due(stage, fx, status, local, tf[TileF.MARK, tile], now):
             succeed(q, now, K_DRAINED, tile, 0)
             ti[TileI.DRAINED, tile] = DR_SCHEDULED
             tile = ti[TileI.MARK_NEXT, tile]
@@ -100,16 +101,17 @@ def drain_turn(x, tiles, g, now, q, tracing):
     d, df = x.drain_i, x.drain_f
     fluid.advance(x.stage[g], now)
     _settle(x, tiles, g, now, q)
+    stage, count, f, _, lists, trees = fluid_stage(x, g)
     point = False
     if tracing:
-        fluid.fill_q(*fluid_stage(x, g), d[g, DrainI.SIZE], now, False)
+        fluid.fill_q(stage, count, f, lists, d[g, DrainI.SIZE], now, False)
         total = pairwise_sum(x.fluid[Fluid.QNOW], d[g, DrainI.BASE], d[g, DrainI.SIZE])
         point = now > df[g, DrainF.TRACE_T] or total != df[g, DrainF.TRACE_Q]
         if point:
             df[g, DrainF.TRACE_T], df[g, DrainF.TRACE_Q] = now, total
     d[g, DrainI.GEN] += 1
     d[g, DrainI.WOKEN], d[g, DrainI.COND] = 0, 0
-    dt = fluid.next_event(*fluid_stage(x, g), d[g, DrainI.SIZE], now, False)
+    dt = fluid.next_event(stage, f, trees, d[g, DrainI.SIZE], now, False)
     if dt == INF:
         d[g, DrainI.SLEEP], df[g, DrainF.TIMER] = SLEEP_WAKE_ONLY, INF
     else:

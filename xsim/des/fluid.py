@@ -45,9 +45,11 @@ reference engine lets them examine every producer (``scan_all``), the fast engin
 producers that can change, found through lists and min-trees (:mod:`xsim.des.min_tree`).
 Their results are equal bit for bit, which the engine-equality tests check.
 
-The functions the engines call take a stage's six arrays first, in :class:`FluidStage`'s order
-(``stage, count, fluid, status, lists, trees``; pass ``*stage``), then ``n`` (the number of
-producers), ``now`` and ``scan_all``.
+The functions take the arrays of a stage they use, in :class:`FluidStage`'s order (``stage,
+count, fluid, status, lists, trees``: :func:`snap` and :func:`~xsim.des.water_fill.flows` take
+all six, ``*stage``), then ``n`` (the number of producers), ``now`` and ``scan_all``. No more:
+numba passes every array as its fields, so an array a function does not use costs a few
+nanoseconds per call on the engines' hottest path.
 
 Weights are rounded to multiples of 2**-20 (:func:`quantize_weights`), so the sum of the
 weights of the producers that want the drain is exact in any order of updates.
@@ -142,7 +144,7 @@ def mark_key(fluid, k, mark):
 
 
 @jit
-def mark_due(stage, count, fluid, status, lists, trees, k, mark, now):
+def mark_due(stage, fluid, status, k, mark, now):
     """Producer k's stores up to cumulative byte ``mark`` have drained by ``now``."""
     mode = status[Status.MODE, k]
     if mode == BACKLOG or mode == FULL or mode == MIXED:
@@ -151,7 +153,7 @@ def mark_due(stage, count, fluid, status, lists, trees, k, mark, now):
 
 
 @jit
-def start(stage, count, fluid, status, lists, trees, k, nbytes, rate, now):
+def start(stage, count, fluid, status, lists, k, nbytes, rate, now):
     """Producer k starts issuing ``nbytes`` at ``rate`` (the stage advanced to ``now``)."""
     q, d, _ = evaluate(fluid, k, now, stage[Stage.V], stage[Stage.CAP])
     anchor(fluid, k, q, d, nbytes, now, stage[Stage.V])
@@ -250,7 +252,7 @@ def keys(stage, fluid, status, trees, k, now):
 
 
 @jit
-def next_event(stage, count, fluid, status, lists, trees, n, now, scan_all):
+def next_event(stage, fluid, trees, n, now, scan_all):
     """Time from ``now`` until the earliest event key (inf if none): a scan of every producer
     (``scan_all``, reference) or the roots of the min-trees."""
     kt, kv = math.inf, math.inf
@@ -266,7 +268,7 @@ def next_event(stage, count, fluid, status, lists, trees, n, now, scan_all):
 
 
 @jit
-def fill_q(stage, count, fluid, status, lists, trees, n, now, scan_all):
+def fill_q(stage, count, fluid, lists, n, now, scan_all):
     """``fluid[Fluid.QNOW, :n]``: every producer's q at ``now`` (for the stage's q(t) trace), as
     :func:`evaluate` computes it. ``scan_all`` evaluates every producer (reference); otherwise
     only those whose q moves, since the others' q has stayed at the value stored when they

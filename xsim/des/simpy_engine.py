@@ -55,7 +55,8 @@ class XStage:
         fluid.advance(self.s.stage, now)
         i = self.local[producer]
         issued, drained = self.env.event(), self.env.event()
-        fluid.start(*self.s, i, nbytes, nbytes / t_iss0_us, now)
+        s = self.s
+        fluid.start(s.stage, s.count, s.fluid, s.status, s.lists, i, nbytes, nbytes / t_iss0_us, now)
         self._issued[i] = (issued, drained)  # the drain's turn at this instant runs the water-fill
         if not self._wake.triggered:
             self._wake.succeed()
@@ -78,12 +79,12 @@ class XStage:
                 issued.succeed()
         for i in range(self.n):  # drain marks, per producer in order
             marks = self._marks[i]
-            while marks and fluid.mark_due(*self.s, i, marks[0][0], now):
+            while marks and fluid.mark_due(self.s.stage, x, self.s.status, i, marks[0][0], now):
                 marks.pop(0)[1].succeed(now)
             x[Fluid.MARK, i] = marks[0][0] if marks else np.inf
         self._flows()
         if self.trace_t is not None:
-            fluid.fill_q(*self.s, self.n, now, True)  # every producer: the reference
+            fluid.fill_q(self.s.stage, self.s.count, x, self.s.lists, self.n, now, True)  # every producer: the reference
             total = float(x[Fluid.QNOW].sum())
             if now > self.trace_t[-1] or total != self.trace_q[-1]:
                 self.trace_t.append(now)
@@ -95,7 +96,7 @@ class XStage:
             fluid.advance(self.s.stage, self.env.now)
             self._settle()
             self._wake = self.env.event()
-            dt = fluid.next_event(*self.s, self.n, self.env.now, True)
+            dt = fluid.next_event(self.s.stage, self.s.fluid, self.s.trees, self.n, self.env.now, True)
             if dt == float("inf"):
                 yield self._wake
             else:
