@@ -68,23 +68,25 @@ class XStage:
     def _settle(self) -> None:
         """Complete every issuer and drain mark the fluid has reached at this instant."""
         now = self.env.now
-        fluid.snap(*self.s, self.n, now, True)  # every producer: the reference
-        x = self.s.fluid
+        s = self.s
+        fluid.snap(*s, self.n, now, True)  # every producer: the reference
+        x = s.fluid
+        left, rate, drained_bytes, q, mark = x[Fluid.L0], x[Fluid.RATE], x[Fluid.D0], x[Fluid.Q0], x[Fluid.MARK]
         for i in range(self.n):  # issue ends, in producer order
-            if self._issued[i] is not None and x[Fluid.L0, i] <= 0.0:
+            if self._issued[i] is not None and left[i] <= 0.0:
                 issued, drained = self._issued[i]
                 self._issued[i] = None
-                x[Fluid.RATE, i] = 0.0
-                self._marks[i].append((x[Fluid.D0, i] + x[Fluid.Q0, i], drained))
+                rate[i] = 0.0
+                self._marks[i].append((drained_bytes[i] + q[i], drained))
                 issued.succeed()
         for i in range(self.n):  # drain marks, per producer in order
             marks = self._marks[i]
-            while marks and fluid.mark_due(self.s.stage, x, self.s.status, i, marks[0][0], now):
+            while marks and fluid.mark_due(s.stage, x, s.status, i, marks[0][0], now):
                 marks.pop(0)[1].succeed(now)
-            x[Fluid.MARK, i] = marks[0][0] if marks else np.inf
+            mark[i] = marks[0][0] if marks else np.inf
         self._flows()
         if self.trace_t is not None:
-            fluid.fill_q(self.s.stage, self.s.count, x, self.s.lists, self.n, now, True)  # every producer: the reference
+            fluid.fill_q(s.stage, s.count, x, s.lists, self.n, now, True)  # every producer: the reference
             total = float(x[Fluid.QNOW].sum())
             if now > self.trace_t[-1] or total != self.trace_q[-1]:
                 self.trace_t.append(now)
