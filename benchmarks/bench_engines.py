@@ -19,6 +19,7 @@ import pstats
 import time
 from pathlib import Path
 
+import numba
 import numpy as np
 import simpy
 
@@ -118,7 +119,7 @@ def main() -> None:
         "max_relative_difference": worst, "summary": scenario.summarize(fast),
         "load_average_1_5_15": __import__("os").getloadavg(),
         "machine": {"cpu": cpu_model(), "cores": __import__("os").cpu_count(), "python": host.python_version(),
-                    "numba": fast_engine.numba.__version__, "simpy": simpy.__version__},
+                    "numba": numba.__version__, "simpy": simpy.__version__},
     }
     profile = profile_simpy(workload)
     args.out.mkdir(parents=True, exist_ok=True)

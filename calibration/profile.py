@@ -14,12 +14,10 @@ from calibration.fidelity import MODELS, compare, split_summary
 from calibration.fit import FitResult
 from calibration.records import RecordSet
 from calibration.stages import StageFit
-from xsim.platform import Platform
-from xsim.units import KIB, MIB
+from xsim.platform import REFERENCE_BURST_BYTES, REFERENCE_PRODUCERS, Platform
+from xsim.units import MIB
 
 SIGNIFICANT_DIGITS = 6
-REFERENCE_PRODUCERS = 132
-REFERENCE_BURST_BYTES = 32 * KIB
 METHOD = ("R: zero-gap drain-limited periodic periods, T = V/R (Sec. 3.3); T_iss0(K, B): recovered-plateau "
           "issue times (isolated bursts and gaps >= 1.1 G*, q_peak <= 0.9 Q), IssueModel form; Q(K): per-K fit "
           "of max(T_iss0, (V - Q_K)/R) to isolated bursts (Q = V_knee - R T_iss0, Sec. 3.5), then "

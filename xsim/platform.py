@@ -15,9 +15,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
-from xsim.units import gbps_to_bytes_per_us
+from xsim.units import KIB, gbps_to_bytes_per_us
 
 SCHEMA = "xstage.platform/1"
+# The point at which profiles and reports quote T_iss0 and Q(K): one CTA per SM of an H200, 32 KiB bursts.
+REFERENCE_PRODUCERS = 132
+REFERENCE_BURST_BYTES = 32 * KIB
 
 
 class ProfileError(ValueError):

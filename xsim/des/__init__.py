@@ -1,7 +1,8 @@
 """Discrete-event simulation of the X-Stage: SimPy reference engine and its fast twin.
 
-Both engines implement the semantics documented in ``docs/simulator.md`` and share the fluid
-arithmetic in :mod:`xsim.des.fluid`; :func:`simulate` picks one by name.
+Both engines implement the semantics documented in ``docs/simulator.md`` (its map lists the
+modules) and share the fluid arithmetic in :mod:`xsim.des.fluid` and
+:mod:`xsim.des.water_fill`; :func:`simulate` picks one by name.
 """
 
 from __future__ import annotations

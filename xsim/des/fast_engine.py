@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import types
 
-import numba  # noqa: F401  (the benchmark reports numba's version from here)
 import numpy as np
 
 from xsim.des import event_queue, fast_resources, fast_roles, fast_state, fast_xstage, fluid, fluid_state, \
@@ -32,7 +31,7 @@ from xsim.des import event_queue, fast_resources, fast_roles, fast_state, fast_x
 from xsim.des.event_queue import URGENT, Entry, peek, ring_push, take
 from xsim.des.fast_roles import ISS_DRAINED, issuer_run, mma_run
 from xsim.des.fast_state import (K_DRAIN, K_DRAINED, K_ISSUER, K_MMA, K_SLOT_PUT, K_STORE_GET, K_STORE_PUT, K_WAKE,
-                                 N_TIMES, SLEEP_WAKE_ONLY, CounterI, DrainF, DrainI, ProducerI, TileF, TileI,
+                                 N_TIMES, SLEEP_WAKE_ONLY, CounterI, DrainF, DrainI, ProducerI, TileI,
                                  initial_state)
 from xsim.des.fast_xstage import INF, drain_turn, fire_condition
 from xsim.des.fluid_state import Fluid

@@ -42,7 +42,7 @@ import numpy as np
 
 from xsim.des import event_queue
 from xsim.des.event_queue import Queue
-from xsim.des.fluid_state import Fluid, List, Stage, StageCount, Status, Tree, new_stage
+from xsim.des.fluid_state import new_stage
 from xsim.des.jit import inline
 from xsim.des.layout import columns, layout, rows
 from xsim.workload import Workload

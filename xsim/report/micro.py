@@ -15,11 +15,10 @@ import numpy as np
 from calibration.dataset import choose_mechanism, split, store_records
 from calibration.fidelity import MODELS, mape_percent
 from calibration.records import RecordSet
-from xsim.platform import Platform
+from xsim.platform import REFERENCE_BURST_BYTES, REFERENCE_PRODUCERS, Platform
 from xsim.report.des_runs import default_engine, micro_params, simulate_point
 
 HEADLINE_MODELS = ("des", "mode-aware")  # the DES where it ran, else the closed form
-REFERENCE_PRODUCERS, REFERENCE_BURST_BYTES = 132, 32 * 1024
 
 
 @dataclass
