@@ -40,10 +40,10 @@ def inject(x, g, k, tile, nbytes, rate, now, q):
 def _settle(x, tiles, g, now, q):
     """XStage._settle: issue ends in producer order, then each producer's due drain marks; flows.
     Only producers with an event due now can end an issue or pass a mark: the due list."""
-    s = fluid_stage(x, g)
-    stage, _, fx, status, _, _ = s
+    s = fluid_stage(x, g)  # the stage's arrays, by local column
+    stage, _, fluid_g, status_g, _, _ = s
     base, n = x.drain_i[g, DrainI.BASE], x.drain_i[g, DrainI.SIZE]
-    col, f, tf, ti = x.column, x.fluid, tiles.f, tiles.i
+    col, f, tf, ti = x.column, x.fluid, tiles.f, tiles.i  # by column k = base + local, by tile
     due = fluid.snap(*s, n, now, False)
     for j in range(due):
         k = base + x.lists[List.DUE, base + j]
@@ -61,7 +61,7 @@ def _settle(x, tiles, g, now, q):
         local = x.lists[List.DUE, base + j]
         k = base + local
         tile = col[Column.MARK_HEAD, k]
-        while tile >= 0 and fluid.mark_due(stage, fx, status, local, tf[TileF.MARK, tile], now):
+        while tile >= 0 and fluid.mark_due(stage, fluid_g, status_g, local, tf[TileF.MARK, tile], now):
             succeed(q, now, K_DRAINED, tile, 0)
             ti[TileI.DRAINED, tile] = DR_SCHEDULED
             tile = ti[TileI.MARK_NEXT, tile]
