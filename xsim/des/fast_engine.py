@@ -66,7 +66,7 @@ def _process(kind, arg, gen, now, s):
             issuer_run(s, p, now)
     elif kind == K_WAKE and (gen != x.drain_i[arg, DrainI.GEN] or x.drain_i[arg, DrainI.SLEEP] != SLEEP_WAKE_ONLY):
         if gen == x.drain_i[arg, DrainI.GEN]:  # else a stale wake: the drain has run since
-            fire_condition(x, arg, now, s.queue)
+            fire_condition(x.drain_i, arg, now, s.queue)
     elif drain_turn(x, s.tiles, arg, now, s.queue, s.tracing):  # K_DRAIN, or a wake of a drain asleep on it
         return arg
     return -1
@@ -110,7 +110,7 @@ def _kernel(s, trace_t, trace_q, trace_g, n):
         if _timer_first(x, g, q, j):
             now = x.drain_f[g, DrainF.TIMER]
             x.drain_f[g, DrainF.TIMER] = INF
-            fire_condition(x, g, now, q)
+            fire_condition(x.drain_i, g, now, q)
             continue
         if j < 0:
             break

@@ -121,8 +121,8 @@ def drain_turn(x, tiles, g, now, q, tracing):
 
 
 @jit
-def fire_condition(x, g, now, q):
-    """The drain's timeout or wake reached its (timeout | wake) condition."""
-    if x.drain_i[g, DrainI.COND] == 1:
-        x.drain_i[g, DrainI.COND] = 0
-        succeed(q, now, K_DRAIN, g, x.drain_i[g, DrainI.GEN])
+def fire_condition(drain_i, g, now, q):
+    """Stage g's drain: its timeout or wake reached its (timeout | wake) condition."""
+    if drain_i[g, DrainI.COND] == 1:
+        drain_i[g, DrainI.COND] = 0
+        succeed(q, now, K_DRAIN, g, drain_i[g, DrainI.GEN])
