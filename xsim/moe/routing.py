@@ -1,0 +1,96 @@
+"""Seeded top-k routing: balanced, Zipf-skewed over experts, or one hot expert.
+
+``route`` covers the tokens of every rank: ``topk_ids`` has ``tokens * ep`` rows and token
+``t`` lives on rank ``t // tokens`` (with ``ep = 1`` that is the contract's ``[tokens, topk]``).
+
+- ``balanced``: token t takes experts ``(t * topk + k) mod experts`` relabelled by a seeded
+  permutation, so every expert gets exactly the same rows when ``tokens * ep * topk`` is a
+  multiple of ``experts`` (and at most one row more otherwise).
+- ``zipf``: expert popularity ``p_e ~ 1 / rank_e ** skew`` over a seeded ranking of the
+  experts; each token draws ``topk`` distinct experts with probabilities ``p`` (Gumbel top-k).
+- ``hot``: one seeded hot expert is among each token's choices with probability ``skew``
+  (0 < skew <= 1, its share of tokens); every other choice is uniform over the other experts.
+
+Router weights are a seeded softmax over ``topk`` logits (float32, sum 1 per token).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from xsim.moe.shapes import MoEShape
+
+ROUTINGS = ("balanced", "zipf", "hot")
+_CHUNK_TOKENS = 8192
+
+
+@dataclass(frozen=True, eq=False)
+class Routing:
+    topk_ids: np.ndarray      # int32[tokens * ep, topk], distinct experts per token
+    topk_weights: np.ndarray  # float32[tokens * ep, topk], sum 1 per token
+    kind: str
+    skew: float
+    seed: int
+
+    def expert_rows(self, experts: int) -> np.ndarray:
+        """int64[experts]: routed rows per (global) expert."""
+        return np.bincount(self.topk_ids.ravel(), minlength=experts)
+
+
+def route(shape: MoEShape, kind: str = "balanced", skew: float = 1.2, seed: int = 0) -> Routing:
+    if kind not in ROUTINGS:
+        raise ValueError(f'"routing" must be one of {", ".join(ROUTINGS)}, got {kind!r}')
+    rng = np.random.default_rng(seed)
+    n, e, k = shape.tokens * shape.ep, shape.experts, shape.topk
+    if kind == "balanced":
+        ids = _balanced(n, e, k, rng)
+    elif kind == "zipf":
+        if not skew >= 0:
+            raise ValueError(f'"skew" must be >= 0 for zipf routing, got {skew!r}')
+        ids = _weighted(n, k, _zipf_weights(e, skew, rng), rng)
+    else:
+        if not 0 < skew <= 1:
+            raise ValueError(f'"skew" must be in (0, 1] for hot routing (the hot expert\'s share), got {skew!r}')
+        ids = _hot(n, e, k, skew, rng)
+    logits = rng.standard_normal((n, k))
+    w = np.exp(logits - logits.max(axis=1, keepdims=True))
+    w = (w / w.sum(axis=1, keepdims=True)).astype(np.float32)
+    return Routing(ids.astype(np.int32), w, kind, float(skew), int(seed))
+
+
+def _balanced(n: int, e: int, k: int, rng) -> np.ndarray:
+    relabel = rng.permutation(e)
+    return relabel[(np.arange(n)[:, None] * k + np.arange(k)[None, :]) % e]
+
+
+def _zipf_weights(e: int, skew: float, rng) -> np.ndarray:
+    ranks = rng.permutation(e) + 1.0
+    p = ranks ** -skew
+    return p / p.sum()
+
+
+def _weighted(n: int, k: int, p: np.ndarray, rng) -> np.ndarray:
+    """k distinct draws per token with probabilities p (Gumbel top-k), in chunks of tokens."""
+    log_p = np.log(p)
+    out = np.empty((n, k), dtype=np.int64)
+    for lo in range(0, n, _CHUNK_TOKENS):
+        hi = min(n, lo + _CHUNK_TOKENS)
+        keys = log_p[None, :] + rng.gumbel(size=(hi - lo, len(p)))
+        top = np.argpartition(-keys, k - 1, axis=1)[:, :k]
+        order = np.argsort(-np.take_along_axis(keys, top, axis=1), axis=1)
+        out[lo:hi] = np.take_along_axis(top, order, axis=1)
+    return out
+
+
+def _hot(n: int, e: int, k: int, share: float, rng) -> np.ndarray:
+    hot = int(rng.integers(e))
+    p = np.full(e, 1.0 / (e - 1) if e > 1 else 1.0)
+    p[hot] = 0.0 if e > 1 else 1.0
+    ids = _weighted(n, k, np.maximum(p, 1e-300), rng) if e > 1 else np.zeros((n, k), np.int64)
+    takes_hot = rng.random(n) < share
+    slot = rng.integers(k, size=n)
+    rows = np.nonzero(takes_hot & ~(ids == hot).any(axis=1))[0]
+    ids[rows, slot[rows]] = hot
+    return ids
