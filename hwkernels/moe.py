@@ -64,35 +64,44 @@ def interpreting() -> bool:
 
 
 def _quantize(t, per_expert: bool):
+    """e4m3 copy of t and its fp32 scale(s) (amax / 448: per tensor, or per leading index)."""
     import torch
 
-    dims = tuple(range(1, t.dim())) if per_expert else tuple(range(t.dim()))
-    amax = t.abs().amax(dim=dims, keepdim=True).clamp_min(1e-12)
-    scale = amax / FP8_MAX
-    return (t / scale).to(torch.float8_e4m3fn), scale.flatten()
+    parts = list(t) if per_expert else [t]
+    q = torch.empty(t.shape, dtype=torch.float8_e4m3fn, device=t.device)
+    scales = torch.empty(len(parts), dtype=torch.float32, device=t.device)
+    for i, part in enumerate(parts):
+        scales[i] = part.abs().max().float().clamp_min(1e-12) / FP8_MAX
+        (q[i] if per_expert else q).copy_((part.float() / scales[i]).to(torch.float8_e4m3fn))
+    return q, scales
 
 
 def make_inputs(shape, seed: int = 0, device="cpu") -> MoEData:
-    """Seeded x [T, H] and weights, scaled so activations stay O(1)."""
+    """Seeded x [T, H] and weights (generated on `device`), scaled so activations stay O(1)."""
     import torch
 
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
     e_local = shape.experts // shape.ep
     h, inter = shape.hidden, shape.intermediate
-    x = torch.randn(shape.tokens, h, generator=g)
-    w1 = torch.randn(e_local, h, 2 * inter, generator=g) / h ** 0.5
-    w2 = torch.randn(e_local, inter, h, generator=g) / inter ** 0.5
+    bf = torch.bfloat16
+
+    def randn(*size, scale=1.0):
+        out = torch.empty(*size, dtype=bf, device=device)
+        for i in range(size[0]):      # one expert at a time: no fp32 copy of every weight
+            out[i] = (torch.randn(*size[1:], generator=g, device=device) * scale).to(bf)
+        return out
+
+    x = randn(shape.tokens, h)
+    w1 = randn(e_local, h, 2 * inter, scale=h ** -0.5)
+    w2 = randn(e_local, inter, h, scale=inter ** -0.5)
     if shape.precision == "bf16":
-        bf = torch.bfloat16
-        return MoEData(x.to(bf).to(device), w1.to(bf).to(device), w2.to(bf).to(device),
-                       torch.ones(2 + 2 * e_local, device=device), "bf16")
+        return MoEData(x, w1, w2, torch.ones(2 + 2 * e_local, device=device), "bf16")
     xq, sx = _quantize(x, per_expert=False)
     w1q, sw1 = _quantize(w1, per_expert=True)
     w2q, sw2 = _quantize(w2, per_expert=True)
-    scales = torch.cat([sx, torch.ones(1), sw1, sw2]).float()
-    data = MoEData(xq.to(device), w1q.to(device), w2q.to(device), scales.to(device), "fp8")
-    scales[1] = _act_amax(data) / FP8_MAX
-    data.scales = scales.to(device)
+    one = torch.ones(1, device=device)
+    data = MoEData(xq, w1q, w2q, torch.cat([sx, one, sw1, sw2]).float(), "fp8")
+    data.scales[1] = _act_amax(data) / FP8_MAX
     return data
 
 
@@ -100,53 +109,53 @@ def _act_amax(data: MoEData) -> float:
     """Largest |activation| over every expert and token (for the static fp8 act scale)."""
     import torch
 
-    x = data.x.float() * data.scales[0].item()
+    x = (data.x.float() * data.scales[0]).to(torch.bfloat16)
     e_local = data.w1.shape[0]
-    amax = 0.0
+    amax = torch.zeros((), device=data.x.device)
     for e in range(e_local):
-        w1 = data.w1[e].float() * data.scales[2 + e].item()
+        w1 = (data.w1[e].float() * data.scales[2 + e]).to(torch.bfloat16)
         inter = w1.shape[1] // 2
-        h = x @ w1
+        h = (x @ w1).float()
         act = torch.nn.functional.silu(h[:, :inter]) * h[:, inter:]
-        amax = max(amax, act.abs().max().item())
-    return max(amax, 1e-12)
+        amax = torch.maximum(amax, act.abs().max())
+    return max(float(amax), 1e-12)
 
 
-def reference(data: MoEData, layout) -> "object":
-    """[T, topk, H] float32: slot (t, k) = w[t,k] * FFN_e(x[t]), rounded like the kernel.
+def reference(data: MoEData, layout, topk: int) -> "object":
+    """[T, topk, H] float32 on data's device: slot (t, k) = w[t,k] * FFN_e(x[t]).
 
-    The activation is rounded to the kernel's act dtype (bf16, or e4m3 with scale sa)
-    before Linear-2; the routed rows are exactly the layout's (other slots stay 0).
+    fp32 math on the kernel's inputs; the activation is rounded to the kernel's act dtype
+    (bf16, or e4m3 with scale sa) before Linear-2. Slots routed to other ranks stay 0.
     """
     import torch
 
+    dev = data.x.device
     tokens, hidden = data.x.shape
-    topk = int(np.max(layout.row_slot)) + 1 if len(layout.row_slot) else 1
-    out = torch.zeros(tokens, max(topk, 1), hidden, dtype=torch.float32)
+    out = torch.zeros(tokens, topk, hidden, dtype=torch.float32, device=dev)
     fp8 = data.precision == "fp8"
-    sc = data.scales.float().cpu()
+    sc = data.scales.float()
     e_local = data.w1.shape[0]
-    row_token = torch.as_tensor(np.asarray(layout.row_token, dtype=np.int64))
-    row_slot = torch.as_tensor(np.asarray(layout.row_slot, dtype=np.int64))
-    row_weight = torch.as_tensor(np.asarray(layout.row_weight, dtype=np.float32))
+    as_dev = lambda a, dt: torch.as_tensor(np.asarray(a)).to(dt).to(dev)  # noqa: E731
+    row_token = as_dev(layout.row_token, torch.int64)
+    row_slot = as_dev(layout.row_slot, torch.int64)
+    row_weight = as_dev(layout.row_weight, torch.float32)
     rows = np.asarray(layout.expert_rows)
-    x = data.x.float().cpu() * (sc[0] if fp8 else 1.0)
     for e in range(e_local):
         r0, r1 = int(rows[e]), int(rows[e + 1])
         if r1 == r0:
             continue
-        w1 = data.w1[e].float().cpu() * (sc[2 + e] if fp8 else 1.0)
-        w2 = data.w2[e].float().cpu() * (sc[2 + e_local + e] if fp8 else 1.0)
+        x = data.x[row_token[r0:r1]].float() * (sc[0] if fp8 else 1.0)
+        w1 = data.w1[e].float() * (sc[2 + e] if fp8 else 1.0)
+        w2 = data.w2[e].float() * (sc[2 + e_local + e] if fp8 else 1.0)
         inter = w1.shape[1] // 2
-        h = x[row_token[r0:r1]] @ w1
+        h = x @ w1
         act = torch.nn.functional.silu(h[:, :inter]) * h[:, inter:]
         if fp8:
             q = (act / sc[1]).clamp(-FP8_MAX, FP8_MAX).to(torch.float8_e4m3fn)
             act = q.float() * sc[1]
         else:
             act = act.to(torch.bfloat16).float()
-        y = (act @ w2) * row_weight[r0:r1, None]
-        out[row_token[r0:r1], row_slot[r0:r1]] = y
+        out[row_token[r0:r1], row_slot[r0:r1]] = (act @ w2) * row_weight[r0:r1, None]
     return out
 
 
@@ -156,12 +165,12 @@ def check(out, ref, rel_tol: float | None = None) -> tuple[bool, float]:
     Tolerance: max_abs_err <= rel_tol * max|ref| (bf16 out rounding plus fp32 summation
     order; 2e-2 default). A NaN (an unwritten poisoned slot) fails.
     """
-    got = out.float().cpu()
-    err = (got - ref).abs()
-    max_err = float(err.max()) if err.numel() else 0.0
+    if out.numel() == 0:
+        return True, 0.0
+    max_err = float((out.to(ref.device).float() - ref).abs().max())
     if not np.isfinite(max_err):
         return False, float("inf")
-    scale = float(ref.abs().max()) if ref.numel() else 0.0
+    scale = float(ref.abs().max())
     tol = (2e-2 if rel_tol is None else rel_tol) * max(scale, 1e-6)
     return bool(max_err <= tol), max_err
 
@@ -181,7 +190,9 @@ def mblock_bounds(layout, block_m: int) -> tuple[np.ndarray, np.ndarray]:
 class FusedMoE:
     """Device copies of one (shape, layout, table) and the kernel launch around them."""
 
-    def __init__(self, shape, layout, table, data: MoEData, out, config: KernelConfig):
+    def __init__(self, shape, layout, table, data: MoEData, out, config: KernelConfig,
+                 ready: bool = False):
+        """ready: start every l2_full counter at l1_nblocks (L2-only GEMM measurements)."""
         import torch
 
         self.shape, self.config, self.data, self.out = shape, config, data, out
@@ -209,6 +220,9 @@ class FusedMoE:
         self.err = torch.zeros(2, dtype=i32, device=dev)
         self.stamps = torch.zeros(max(self.n_tiles, 1), STAMP_COLS, dtype=torch.int64,
                                   device=dev)
+        self.sm = torch.full((max(self.n_streams, 1),), -1, dtype=i32, device=dev)
+        self.ready_count = int(table.l1_nblocks) if ready else 0
+        self.resources = {}
         self._checked = interpreting()
 
     def _args(self):
@@ -216,7 +230,8 @@ class FusedMoE:
         bk2 = c.block_k
         pos = (self.data.x, self.data.w1, self.data.w2, self.act, self.out, self.row_token,
                self.row_slot, self.row_weight, self.mb_row0, self.mb_rend, self.l2_full,
-               self.tiles, self.offsets, self.data.scales, self.err, self.stamps, c.max_spins)
+               self.tiles, self.offsets, self.data.scales, self.err, self.stamps, self.sm,
+               c.max_spins)
         kw = dict(H=s.hidden, I=s.intermediate, E=s.experts // s.ep, TOPK=s.topk,
                   BM=s.block_m, BN1=s.block_n1, BN2=s.block_n2, BK1=c.block_k, BK2=bk2,
                   FP8=self.data.precision == "fp8", SIGNAL=c.signal,
@@ -238,6 +253,7 @@ class FusedMoE:
             raise ValueError(f'"n_streams" must be <= {sms} SMs for co-residency, '
                              f"got {self.n_streams}.")
         k = moe_fused_kernel.warmup(*pos, grid=(self.n_streams,), **kw)
+        k._init_handles()
         regs = k.n_regs * 32 * kw["num_warps"]
         if regs > props["max_num_regs"] or k.metadata.shared > props["max_shared_mem"]:
             raise ValueError(f"kernel needs {regs} registers / {k.metadata.shared} B shared "
@@ -246,16 +262,23 @@ class FusedMoE:
                           "spills": getattr(k, "n_spills", 0)}
         self._checked = True
 
-    def launch(self):
-        """Zero the counters and enqueue one run (no sync)."""
+    def prepare(self):
+        """Reset the counters and the error flag (enqueued, no sync)."""
+        self.l2_full.fill_(self.ready_count)
+        self.err.zero_()
+
+    def enqueue(self):
+        """Enqueue one kernel run (no sync); the first call checks co-residency."""
         from .moe_kernels import moe_fused_kernel
 
         pos, kw = self._args()
         if not self._checked:
             self._check_coresident(pos, kw)
-        self.l2_full.zero_()
-        self.err.zero_()
         moe_fused_kernel[(self.n_streams,)](*pos, **kw)
+
+    def launch(self):
+        self.prepare()
+        self.enqueue()
 
     def finish(self):
         """Synchronize and raise MoEKernelError if a wait timed out."""
@@ -266,6 +289,11 @@ class FusedMoE:
 
     def stamp_array(self) -> np.ndarray:
         return self.stamps[: self.n_tiles].cpu().numpy()
+
+    def distinct_sms(self) -> bool:
+        """True when every program ran on its own SM (needs stamps on)."""
+        sm = self.sm[: self.n_streams].cpu().numpy()
+        return bool(np.all(sm >= 0) and len(set(sm.tolist())) == self.n_streams)
 
 
 @dataclass(frozen=True)

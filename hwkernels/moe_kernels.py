@@ -16,6 +16,7 @@ nblock) as in MOE_CONTRACT.md. Pointers (R routed rows, M m-blocks, E local expe
     scale_ptr    fp32 [2 + 2E]                  fp8 only: sx, sa, sw1[E], sw2[E] (per tensor)
     err_ptr      [2] int32                      err[0] = 1 on a wait timeout, err[1] = tile + 1
     stamp_ptr    [n, 6] int64                   STAMPS only, %globaltimer ns (see below)
+    sm_ptr       [S] int32                      STAMPS only, %smid of each program
 
 Dispatch on one GPU is fused into Linear-1's A loads: an L1 tile gathers the token rows of
 its m-block (x[row_token[r]]) straight from x, so no dispatch buffer exists; with N > 1 the
@@ -56,6 +57,16 @@ def _now(on: tl.constexpr):
     else:
         t = tl.zeros((), dtype=tl.int64)
     return t
+
+
+@triton.jit
+def _smid(on: tl.constexpr):
+    if on:
+        s = tl.inline_asm_elementwise("mov.u32 $0, %smid;", "=r", [], dtype=tl.int32,
+                                      is_pure=False, pack=1)
+    else:
+        s = tl.zeros((), dtype=tl.int32) - 1
+    return s
 
 
 @triton.jit
@@ -181,12 +192,14 @@ def _linear2_combine(act_ptr, w2_ptr, out_ptr, row_token_ptr, row_slot_ptr, row_
 @triton.jit
 def moe_fused_kernel(x_ptr, w1_ptr, w2_ptr, act_ptr, out_ptr, row_token_ptr, row_slot_ptr,
                      row_weight_ptr, mb_row0_ptr, mb_rend_ptr, l2_full_ptr, tiles_ptr,
-                     offsets_ptr, scale_ptr, err_ptr, stamp_ptr, max_spins,
+                     offsets_ptr, scale_ptr, err_ptr, stamp_ptr, sm_ptr, max_spins,
                      H: tl.constexpr, I: tl.constexpr, E: tl.constexpr, TOPK: tl.constexpr,
                      BM: tl.constexpr, BN1: tl.constexpr, BN2: tl.constexpr,
                      BK1: tl.constexpr, BK2: tl.constexpr, FP8: tl.constexpr,
                      SIGNAL: tl.constexpr, STAMPS: tl.constexpr, INTERPRET: tl.constexpr):
     s = tl.program_id(0)
+    if STAMPS:
+        tl.store(sm_ptr + s, _smid(STAMPS))
     t = tl.load(offsets_ptr + s)
     end = tl.load(offsets_ptr + s + 1)
     need = I // BN1

@@ -51,7 +51,7 @@ def test_kernel_matches_reference(precision, schedule):
     table = (wave_table if schedule == "wave" else interleaved_table)(shape, lay, n_streams=1)
     table.validate()
     data = moe.make_inputs(shape, seed=1)
-    ref = moe.reference(data, lay)
+    ref = moe.reference(data, lay, shape.topk)
     out, _ = run_table(shape, lay, table, data)
     ok, err = moe.check(out, ref)
     assert ok, err
@@ -77,7 +77,7 @@ def test_partial_mblock_rows_are_masked():
     table = l1_then_l2_streams(shape, lay, order=list(range(lay.n_mblocks))[::-1])
     data = moe.make_inputs(shape, seed=2)
     out, fused = run_table(shape, lay, table, data)
-    ok, err = moe.check(out, moe.reference(data, lay))
+    ok, err = moe.check(out, moe.reference(data, lay, shape.topk))
     assert ok, err
     assert fused.l2_full.tolist() == [shape.l1_nblocks] * lay.n_mblocks
 
@@ -88,7 +88,7 @@ def test_two_streams_counters_release_the_waiters():
     table = l1_then_l2_streams(shape, lay, order=list(range(lay.n_mblocks)))
     data = moe.make_inputs(shape, seed=3)
     out, _ = run_table(shape, lay, table, data)
-    assert moe.check(out, moe.reference(data, lay))[0]
+    assert moe.check(out, moe.reference(data, lay, shape.topk))[0]
 
 
 def test_missing_dependency_times_out_instead_of_hanging():
