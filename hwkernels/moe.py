@@ -91,7 +91,7 @@ def make_inputs(shape, seed: int = 0, device="cpu") -> MoEData:
             out[i] = (torch.randn(*size[1:], generator=g, device=device) * scale).to(bf)
         return out
 
-    x = randn(shape.tokens, h)
+    x = randn(shape.tokens * shape.ep, h)     # EP > 1: every rank's tokens (receive buffer)
     w1 = randn(e_local, h, 2 * inter, scale=h ** -0.5)
     w2 = randn(e_local, inter, h, scale=inter ** -0.5)
     if shape.precision == "bf16":
@@ -159,15 +159,31 @@ def reference(data: MoEData, layout, topk: int) -> "object":
     return out
 
 
-def check(out, ref, rel_tol: float | None = None) -> tuple[bool, float]:
-    """(ok, max_abs_err): out [T, topk, H] bf16 against the reference, routed slots only.
+def routed_slots(layout, tokens: int, topk: int, first_token: int = 0):
+    """bool [tokens, topk] CPU tensor: the slots of tokens first_token.. this layout writes."""
+    import torch
 
-    Tolerance: max_abs_err <= rel_tol * max|ref| (bf16 out rounding plus fp32 summation
-    order; 2e-2 default). A NaN (an unwritten poisoned slot) fails.
+    mask = torch.zeros(tokens, topk, dtype=torch.bool)
+    tok = np.asarray(layout.row_token, dtype=np.int64) - first_token
+    keep = (tok >= 0) & (tok < tokens)
+    mask[torch.as_tensor(tok[keep]), torch.as_tensor(np.asarray(layout.row_slot)[keep])] = True
+    return mask
+
+
+def check(out, ref, routed=None, rel_tol: float | None = None) -> tuple[bool, float]:
+    """(ok, max_abs_err): out [T, topk, H] bf16 against the reference [T, topk, H].
+
+    routed: bool [T, topk], the slots to compare (None: all). Tolerance: max_abs_err <=
+    rel_tol * max|ref| (bf16 output rounding plus fp32 summation order; 2e-2 default).
+    A NaN (an unwritten, poisoned slot) fails.
     """
     if out.numel() == 0:
         return True, 0.0
-    max_err = float((out.to(ref.device).float() - ref).abs().max())
+    got = out.to(ref.device).float()
+    if routed is not None:
+        routed = routed.to(ref.device)
+        got, ref = got[routed], ref[routed]
+    max_err = float((got - ref).abs().max())
     if not np.isfinite(max_err):
         return False, float("inf")
     scale = float(ref.abs().max())
@@ -191,8 +207,12 @@ class FusedMoE:
     """Device copies of one (shape, layout, table) and the kernel launch around them."""
 
     def __init__(self, shape, layout, table, data: MoEData, out, config: KernelConfig,
-                 ready: bool = False):
-        """ready: start every l2_full counter at l1_nblocks (L2-only GEMM measurements)."""
+                 ready: bool = False, rank_outs=None):
+        """ready: start every l2_full counter at l1_nblocks (L2-only GEMM measurements).
+
+        rank_outs (EP > 1): every rank's destination view as seen from this GPU (out is
+        rank_outs[0]'s role: the base the kernel's element offsets are taken from).
+        """
         import torch
 
         self.shape, self.config, self.data, self.out = shape, config, data, out
@@ -220,6 +240,13 @@ class FusedMoE:
         self.err = torch.zeros(2, dtype=i32, device=dev)
         self.stamps = torch.zeros(max(self.n_tiles, 1), STAMP_COLS, dtype=torch.int64,
                                   device=dev)
+        outs = list(rank_outs) if rank_outs is not None else [out]
+        if len(outs) != shape.ep:
+            raise ValueError(f'"rank_outs" must hold {shape.ep} buffers, got {len(outs)}.')
+        deltas = [o.data_ptr() - out.data_ptr() for o in outs]
+        if any(d % 16 for d in deltas):
+            raise ValueError("destination buffers must be 16-byte aligned relative to out.")
+        self.dest_delta = torch.tensor([d // 2 for d in deltas], dtype=torch.int64, device=dev)
         self.sm = torch.full((max(self.n_streams, 1),), -1, dtype=i32, device=dev)
         self.ready_count = int(table.l1_nblocks) if ready else 0
         self.resources = {}
@@ -230,9 +257,10 @@ class FusedMoE:
         bk2 = c.block_k
         pos = (self.data.x, self.data.w1, self.data.w2, self.act, self.out, self.row_token,
                self.row_slot, self.row_weight, self.mb_row0, self.mb_rend, self.l2_full,
-               self.tiles, self.offsets, self.data.scales, self.err, self.stamps, self.sm,
+               self.tiles, self.dest_delta, self.offsets, self.data.scales, self.err, self.stamps, self.sm,
                c.max_spins)
         kw = dict(H=s.hidden, I=s.intermediate, E=s.experts // s.ep, TOPK=s.topk,
+                  T_LOCAL=s.tokens, EP=s.ep,
                   BM=s.block_m, BN1=s.block_n1, BN2=s.block_n2, BK1=c.block_k, BK2=bk2,
                   FP8=self.data.precision == "fp8", SIGNAL=c.signal,
                   STAMPS=c.stamps and not interpreting(), INTERPRET=interpreting())

@@ -9,6 +9,8 @@ nblock) as in MOE_CONTRACT.md. Pointers (R routed rows, M m-blocks, E local expe
     w2_ptr       [E, I, H]    bf16 | fp8
     act_ptr      [R, I]       bf16 | fp8        Linear-1 output (HBM), rows in expert order
     out_ptr      [T, topk, H] bf16              Combine destination (host or peer memory)
+    dest_delta_ptr [EP] int64                   EP > 1: rank r's destination buffer is at
+                                                out_ptr + dest_delta[r] elements (16 B aligned)
     row_token_ptr, row_slot_ptr [R] int32; row_weight_ptr [R] fp32
     mb_row0_ptr, mb_rend_ptr [M] int32          first row and expert end row of m-block m
     l2_full_ptr  [M] int32                      zeroed before launch
@@ -19,9 +21,10 @@ nblock) as in MOE_CONTRACT.md. Pointers (R routed rows, M m-blocks, E local expe
     sm_ptr       [S] int32                      STAMPS only, %smid of each program
 
 Dispatch on one GPU is fused into Linear-1's A loads: an L1 tile gathers the token rows of
-its m-block (x[row_token[r]]) straight from x, so no dispatch buffer exists; with N > 1 the
-rows arrive from the other ranks over symmetric memory into a receive buffer in expert
-order, and the same loads read that buffer with row_token = receive-buffer row.
+its m-block (x[row_token[r]]) straight from x, so no dispatch buffer exists. With N > 1 the
+rows arrive from the other ranks over symmetric memory (a Dispatch before Linear-1, NOT
+built here) into a receive buffer [T * N, H] indexed by the global token, which these same
+loads read; Combine then writes token t (of rank t // T_LOCAL) into that rank's buffer.
 
 Ordering ops, exactly (SIGNAL = 0, the correct design the bench records):
   L1 epilogue: act stores (HBM); bar.sync; thread 0: atom.add.release.gpu l2_full[m] += 1.
@@ -158,9 +161,10 @@ def _wait(l2_full_ptr, mb, need, max_spins):
 
 
 @triton.jit
-def _linear2_combine(act_ptr, w2_ptr, out_ptr, row_token_ptr, row_slot_ptr, row_weight_ptr,
-                     scale_ptr, e, row0, rend, nb, H: tl.constexpr, I: tl.constexpr,
-                     E: tl.constexpr, TOPK: tl.constexpr, BM: tl.constexpr,
+def _linear2_combine(act_ptr, w2_ptr, out_ptr, dest_delta_ptr, row_token_ptr, row_slot_ptr,
+                     row_weight_ptr, scale_ptr, e, row0, rend, nb, H: tl.constexpr,
+                     I: tl.constexpr, E: tl.constexpr, TOPK: tl.constexpr,
+                     T_LOCAL: tl.constexpr, EP: tl.constexpr, BM: tl.constexpr,
                      BN: tl.constexpr, BK: tl.constexpr, FP8: tl.constexpr,
                      INTERPRET: tl.constexpr, stamp_ptr, t, STAMPS: tl.constexpr):
     """out[tok, slot, cols] = w_row * (act[rows] @ W2[:, cols]) for the valid rows."""
@@ -184,7 +188,12 @@ def _linear2_combine(act_ptr, w2_ptr, out_ptr, row_token_ptr, row_slot_ptr, row_
     slot = tl.load(row_slot_ptr + rows, mask=rmask, other=0).to(tl.int64)
     w = tl.load(row_weight_ptr + rows, mask=rmask, other=0.0)
     y = (acc * w[:, None]).to(tl.bfloat16)
-    dst = out_ptr + (tok * TOPK + slot)[:, None] * H + cols[None, :]
+    if EP == 1:
+        dst = out_ptr + (tok * TOPK + slot)[:, None] * H + cols[None, :]
+    else:      # token t lives on rank t // T_LOCAL: its buffer is dest_delta[rank] away
+        delta = tl.multiple_of(tl.load(dest_delta_ptr + tok // T_LOCAL), 8)
+        drow = (tok % T_LOCAL) * TOPK + slot
+        dst = out_ptr + delta[:, None] + drow[:, None] * H + cols[None, :]
     _stamp(stamp_ptr, t, 3, STAMPS)
     tl.store(dst, y, mask=rmask[:, None])        # Combine: BM*BN*2 bytes to the destination
 
@@ -192,9 +201,9 @@ def _linear2_combine(act_ptr, w2_ptr, out_ptr, row_token_ptr, row_slot_ptr, row_
 @triton.jit
 def moe_fused_kernel(x_ptr, w1_ptr, w2_ptr, act_ptr, out_ptr, row_token_ptr, row_slot_ptr,
                      row_weight_ptr, mb_row0_ptr, mb_rend_ptr, l2_full_ptr, tiles_ptr,
-                     offsets_ptr, scale_ptr, err_ptr, stamp_ptr, sm_ptr, max_spins,
+                     dest_delta_ptr, offsets_ptr, scale_ptr, err_ptr, stamp_ptr, sm_ptr, max_spins,
                      H: tl.constexpr, I: tl.constexpr, E: tl.constexpr, TOPK: tl.constexpr,
-                     BM: tl.constexpr, BN1: tl.constexpr, BN2: tl.constexpr,
+                     T_LOCAL: tl.constexpr, EP: tl.constexpr, BM: tl.constexpr, BN1: tl.constexpr, BN2: tl.constexpr,
                      BK1: tl.constexpr, BK2: tl.constexpr, FP8: tl.constexpr,
                      SIGNAL: tl.constexpr, STAMPS: tl.constexpr, INTERPRET: tl.constexpr):
     s = tl.program_id(0)
@@ -220,9 +229,10 @@ def moe_fused_kernel(x_ptr, w1_ptr, w2_ptr, act_ptr, out_ptr, row_token_ptr, row
             t += 1
         else:
             if _wait(l2_full_ptr, mb, need, max_spins):
-                _linear2_combine(act_ptr, w2_ptr, out_ptr, row_token_ptr, row_slot_ptr,
-                                 row_weight_ptr, scale_ptr, e, row0, rend, nb, H, I, E, TOPK,
-                                 BM, BN2, BK2, FP8, INTERPRET, stamp_ptr, t, STAMPS)
+                _linear2_combine(act_ptr, w2_ptr, out_ptr, dest_delta_ptr, row_token_ptr,
+                                 row_slot_ptr, row_weight_ptr, scale_ptr, e, row0, rend, nb,
+                                 H, I, E, TOPK, T_LOCAL, EP, BM, BN2, BK2, FP8, INTERPRET,
+                                 stamp_ptr, t, STAMPS)
                 _stamp(stamp_ptr, t, 4, STAMPS)
                 _stamp(stamp_ptr, t, 5, STAMPS)
                 t += 1

@@ -135,3 +135,26 @@ def test_kernel_config_is_validated():
         moe.KernelConfig(block_k=48)
     with pytest.raises(ValueError, match='"signal"'):
         moe.KernelConfig(signal=2)
+
+
+def test_ep2_combine_writes_each_token_to_its_source_rank():
+    shape = MoEShape(hidden=64, intermediate=64, experts=4, topk=2, tokens=12, ep=2,
+                     block_m=16, block_n1=32, block_n2=32)
+    lay = expert_layout(shape, route(shape, "zipf", 1.2, seed=5), rank=0)
+    table = wave_table(shape, lay, n_streams=1)
+    data = moe.make_inputs(shape, seed=5)
+    ref = moe.reference(data, lay, shape.topk)             # [2 * tokens, topk, H]
+    buf = torch.full((2, shape.tokens + 3, shape.topk, shape.hidden), float("nan"),
+                     dtype=torch.bfloat16)
+    outs = [buf[0, :shape.tokens], buf[1, :shape.tokens]]  # two ranks' receive buffers
+    fused = moe.FusedMoE(shape, lay, table, data, outs[0], CFG, rank_outs=outs)
+    fused.launch()
+    fused.finish()
+    for r in range(2):
+        t0 = r * shape.tokens
+        routed = moe.routed_slots(lay, shape.tokens, shape.topk, first_token=t0)
+        assert routed.any()
+        ok, err = moe.check(outs[r], ref[t0:t0 + shape.tokens], routed)
+        assert ok, (r, err)
+        assert torch.isnan(outs[r][~routed].float()).all()  # other ranks' experts: untouched
+    assert torch.isnan(buf[:, shape.tokens:].float()).all()
