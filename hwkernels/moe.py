@@ -50,7 +50,12 @@ class KernelConfig:
 
 @dataclass
 class MoEData:
-    """Kernel inputs on one device. fp8: x/w1/w2 are e4m3, scales fp32 [2 + 2E]."""
+    """Kernel inputs on one device. fp8: x/w1/w2 are e4m3, scales fp32 [2 + 2E].
+
+    Weights are stored K-major, w1 [E, 2I, H] and w2 [E, H, I]: w1[e].t() and w2[e].t()
+    are the contract's [H, 2I] and [I, H] (views, no copy). Tensor-core fp8 dots want both
+    operands K-major, and cuBLAS (_scaled_mm) wants the same column-major B.
+    """
 
     x: object
     w1: object
@@ -92,8 +97,8 @@ def make_inputs(shape, seed: int = 0, device="cpu") -> MoEData:
         return out
 
     x = randn(shape.tokens * shape.ep, h)     # EP > 1: every rank's tokens (receive buffer)
-    w1 = randn(e_local, h, 2 * inter, scale=h ** -0.5)
-    w2 = randn(e_local, inter, h, scale=inter ** -0.5)
+    w1 = randn(e_local, 2 * inter, h, scale=h ** -0.5)       # K-major (see MoEData)
+    w2 = randn(e_local, h, inter, scale=inter ** -0.5)
     if shape.precision == "bf16":
         return MoEData(x, w1, w2, torch.ones(2 + 2 * e_local, device=device), "bf16")
     xq, sx = _quantize(x, per_expert=False)
@@ -113,7 +118,7 @@ def _act_amax(data: MoEData) -> float:
     e_local = data.w1.shape[0]
     amax = torch.zeros((), device=data.x.device)
     for e in range(e_local):
-        w1 = (data.w1[e].float() * data.scales[2 + e]).to(torch.bfloat16)
+        w1 = (data.w1[e].t().float() * data.scales[2 + e]).to(torch.bfloat16)
         inter = w1.shape[1] // 2
         h = (x @ w1).float()
         act = torch.nn.functional.silu(h[:, :inter]) * h[:, inter:]
@@ -145,8 +150,8 @@ def reference(data: MoEData, layout, topk: int) -> "object":
         if r1 == r0:
             continue
         x = data.x[row_token[r0:r1]].float() * (sc[0] if fp8 else 1.0)
-        w1 = data.w1[e].float() * (sc[2 + e] if fp8 else 1.0)
-        w2 = data.w2[e].float() * (sc[2 + e_local + e] if fp8 else 1.0)
+        w1 = data.w1[e].t().float() * (sc[2 + e] if fp8 else 1.0)
+        w2 = data.w2[e].t().float() * (sc[2 + e_local + e] if fp8 else 1.0)
         inter = w1.shape[1] // 2
         h = x @ w1
         act = torch.nn.functional.silu(h[:, :inter]) * h[:, inter:]
@@ -299,7 +304,9 @@ class FusedMoE:
         """Enqueue one kernel run (no sync); the first call checks co-residency."""
         from .moe_kernels import moe_fused_kernel
 
-        pos, kw = self._args()
+        if getattr(self, "_launch_args", None) is None:
+            self._launch_args = self._args()
+        pos, kw = self._launch_args
         if not self._checked:
             self._check_coresident(pos, kw)
         moe_fused_kernel[(self.n_streams,)](*pos, **kw)

@@ -5,8 +5,8 @@ of the tile table, tiles[offsets[s]:offsets[s+1]] in order. A tile is (kind, exp
 nblock) as in MOE_CONTRACT.md. Pointers (R routed rows, M m-blocks, E local experts):
 
     x_ptr        [T, H]       bf16 | fp8 e4m3   token rows (Dispatch source)
-    w1_ptr       [E, H, 2I]   bf16 | fp8        gate columns 0..I-1, up columns I..2I-1
-    w2_ptr       [E, I, H]    bf16 | fp8
+    w1_ptr       [E, 2I, H]   bf16 | fp8        K-major: row n < I gate column n, I + n up
+    w2_ptr       [E, H, I]    bf16 | fp8        K-major (the contract's w2[e] transposed)
     act_ptr      [R, I]       bf16 | fp8        Linear-1 output (HBM), rows in expert order
     out_ptr      [T, topk, H] bf16              Combine destination (host or peer memory)
     dest_delta_ptr [EP] int64                   EP > 1: rank r's destination buffer is at
@@ -109,18 +109,18 @@ def _linear1(x_ptr, w1_ptr, act_ptr, row_token_ptr, scale_ptr, e, row0, rend, nb
     offs_k = tl.arange(0, BK)
     cols = nb * BN + tl.arange(0, BN)
     a_ptrs = x_ptr + tok[:, None] * H + offs_k[None, :]          # gathered rows (Dispatch)
-    g_ptrs = w1_ptr + e.to(tl.int64) * H * 2 * I + offs_k[:, None] * (2 * I) + cols[None, :]
+    g_ptrs = w1_ptr + e.to(tl.int64) * H * 2 * I + cols[None, :] * H + offs_k[:, None]
     acc_g = tl.zeros((BM, BN), dtype=tl.float32)
     acc_u = tl.zeros((BM, BN), dtype=tl.float32)
     _stamp(stamp_ptr, t, 1, STAMPS)
     for _k in range(0, H, BK):                  # per step: read BM*BK + 2*BK*BN elements
         a = tl.load(a_ptrs)
         bg = tl.load(g_ptrs)
-        bu = tl.load(g_ptrs + I)
+        bu = tl.load(g_ptrs + I * H)
         acc_g = _dot(a, bg, acc_g, INTERPRET)
         acc_u = _dot(a, bu, acc_u, INTERPRET)
         a_ptrs += BK
-        g_ptrs += BK * 2 * I
+        g_ptrs += BK
     _stamp(stamp_ptr, t, 2, STAMPS)
     if FP8:
         s1 = tl.load(scale_ptr) * tl.load(scale_ptr + 2 + e)
@@ -154,8 +154,8 @@ def _wait(l2_full_ptr, mb, need, max_spins):
         v = tl.load(l2_full_ptr + mb, volatile=True)
         spins += 1
     ready = v >= need
-    if ready:
-        tl.atomic_add(l2_full_ptr + mb, 0, sem="acquire", scope="gpu")
+    if ready:   # the result is used, else the compiler drops the acquire as dead code
+        ready = tl.atomic_add(l2_full_ptr + mb, 0, sem="acquire", scope="gpu") >= need
     tl.debug_barrier()
     return ready
 
@@ -174,13 +174,13 @@ def _linear2_combine(act_ptr, w2_ptr, out_ptr, dest_delta_ptr, row_token_ptr, ro
     offs_k = tl.arange(0, BK)
     cols = nb * BN + tl.arange(0, BN)
     a_ptrs = act_ptr + rows_c[:, None] * I + offs_k[None, :]
-    b_ptrs = w2_ptr + e.to(tl.int64) * I * H + offs_k[:, None] * H + cols[None, :]
+    b_ptrs = w2_ptr + e.to(tl.int64) * I * H + cols[None, :] * I + offs_k[:, None]
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     _stamp(stamp_ptr, t, 1, STAMPS)
     for _k in range(0, I, BK):                  # per step: read BM*BK + BK*BN elements
         acc = _dot(tl.load(a_ptrs), tl.load(b_ptrs), acc, INTERPRET)
         a_ptrs += BK
-        b_ptrs += BK * H
+        b_ptrs += BK
     _stamp(stamp_ptr, t, 2, STAMPS)
     if FP8:
         acc = acc * (tl.load(scale_ptr + 1) * tl.load(scale_ptr + 2 + E + e))
