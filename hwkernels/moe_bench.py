@@ -18,6 +18,7 @@ One GPU only for now (ep = 1, --target host); --nproc > 1 stops with a message.
 
 import argparse
 import os
+import weakref
 import sys
 import time
 
@@ -138,7 +139,9 @@ def _local_host_buffer(nbytes, device):
     mem = cupy.cuda.UnownedMemory(dev_ptr, nbytes, owner=None, device_id=device.index or 0)
     arr = cupy.ndarray((nbytes,), dtype=cupy.uint8, memptr=cupy.cuda.MemoryPointer(mem, 0))
     cpu = torch.from_numpy(np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(host_ptr)))
-    return SimpleNamespace(cuda=torch.from_dlpack(arr), cpu=cpu, ptr=int(dev_ptr), keep=arr)
+    buf = SimpleNamespace(cuda=torch.from_dlpack(arr), cpu=cpu, ptr=int(dev_ptr), keep=arr)
+    weakref.finalize(buf, rt.freeHost, host_ptr)
+    return buf
 
 
 def _stamp_samples(fused, kernel_us):
@@ -150,7 +153,11 @@ def _stamp_samples(fused, kernel_us):
 
 
 def run_kernel(b: Bench, cfg, data, lay, ref, out, cpu_out, schedule, signal=0):
-    """One (config, schedule): checked, timed; returns (ok, err, stats, table)."""
+    """One (config, schedule): checked, timed; returns (ok, err, stats, table).
+
+    Stamped trials give every statistic; then the same table without stamps (checked once,
+    then timed) gives kernel_nostamp_us, the instrumentation's cost.
+    """
     import torch
 
     from xsim.moe.schedule import schedule_table
@@ -179,47 +186,73 @@ def run_kernel(b: Bench, cfg, data, lay, ref, out, cpu_out, schedule, signal=0):
         return ok and same, err
 
     ok, err, stats = _measure(run, b.args.trials, 1, lambda: out.fill_(nan), check)
+    if ok and signal == 0:
+        plain = moe.FusedMoE(shape, lay, table, data, out,
+                             moe.KernelConfig(kc.block_k, kc.num_warps, kc.num_stages))
+        out.fill_(nan)
+        plain.launch()
+        plain.finish()
+        ok, err2 = check(None)
+        err = max(err, err2)
+        if ok:
+            us = [_events_us(plain.enqueue, plain.prepare) for _ in range(b.args.trials)]
+            plain.finish()
+            stats["kernel_nostamp_us"] = summarize(us).to_dict()
+        else:
+            stats = None
     return ok, err, stats, table
 
 
+def _one_config(b: Bench, i, cfg, cache, signal_too):
+    from xsim.moe.layout import expert_layout
+    from xsim.moe.routing import route
+
+    s = cfg.shape
+    key = (s.hidden, s.intermediate, s.experts, s.tokens, s.precision, cfg.seed)
+    if key not in cache:
+        cache.clear()
+        cache[key] = moe.make_inputs(s, cfg.seed, b.device)
+    data = cache[key]
+    lay = expert_layout(s, route(s, cfg.routing, cfg.skew, cfg.seed))
+    ref = moe.reference(data, lay, s.topk)
+    out, cpu_out, _buf = _host_out(s, b.device)
+    order = ("wave", "interleaved") if i % 2 == 0 else ("interleaved", "wave")
+    for schedule in order:
+        ok, err, stats, table = run_kernel(b, cfg, data, lay, ref, out, cpu_out, schedule)
+        params = cfg.params(schedule, table.lead, b.args.target) | b.cfg_params(s.precision)
+        b.record("kernel", params, stats, {"ok": ok, "max_abs_err": err})
+        b.rows.append(("kernel", cfg.name, schedule, ok, stats))
+        if signal_too and ok:
+            ok2, err2, st2, _ = run_kernel(b, cfg, data, lay, ref, out, cpu_out, schedule, 1)
+            keep = None if st2 is None else {k: st2[k] for k in ("kernel_us", "signal_us",
+                                                                  "span_us", "wait_us")}
+            b.record("signal", params | {"signal": "relaxed"}, keep,
+                     {"ok": ok2, "max_abs_err": err2})
+            b.rows.append(("signal", cfg.name, schedule, ok2, st2))
+
+
 def kernel_phase(b: Bench, configs, signal_too: bool):
+    import traceback
+
     cache = {}
     for i, cfg in enumerate(configs):
-        from xsim.moe.layout import expert_layout
-        from xsim.moe.routing import route
-
-        s = cfg.shape
-        key = (s.hidden, s.intermediate, s.experts, s.tokens, s.precision, cfg.seed)
-        if key not in cache:
-            cache.clear()
-            cache[key] = moe.make_inputs(s, cfg.seed, b.device)
-        data = cache[key]
-        lay = expert_layout(s, route(s, cfg.routing, cfg.skew, cfg.seed))
-        ref = moe.reference(data, lay, s.topk)
-        out, cpu_out, _buf = _host_out(s, b.device)
-        order = ("wave", "interleaved") if i % 2 == 0 else ("interleaved", "wave")
-        for schedule in order:
-            ok, err, stats, table = run_kernel(b, cfg, data, lay, ref, out, cpu_out, schedule)
-            params = cfg.params(schedule, table.lead, b.args.target) | b.cfg_params(s.precision)
-            b.record("kernel", params, stats, {"ok": ok, "max_abs_err": err})
-            b.rows.append(("kernel", cfg.name, schedule, ok, stats))
-            if signal_too and ok:
-                ok2, err2, st2, _ = run_kernel(b, cfg, data, lay, ref, out, cpu_out, schedule, 1)
-                keep = None if st2 is None else {k: st2[k] for k in ("kernel_us", "signal_us",
-                                                                      "span_us")}
-                b.record("signal", params | {"signal": "relaxed"}, keep,
-                         {"ok": ok2, "max_abs_err": err2})
-                b.rows.append(("signal", cfg.name, schedule, ok2, st2))
-        del ref, out, cpu_out, _buf
+        t0 = time.time()
+        try:
+            _one_config(b, i, cfg, cache, signal_too)
+        except Exception as e:  # noqa: BLE001 (one config's failure must not end the sweep)
+            traceback.print_exc()
+            b.rows.append(("error", cfg.name, type(e).__name__, False, None))
+        print(f"{cfg.name}: {time.time() - t0:.1f} s", flush=True)
 
 
 def gemm_phase(b: Bench, configs, mainloop: bool, gemm: bool):
     from .moe_gemm import gemm_problem, mainloop_samples, measure_path
 
-    families = sorted({(c.shape.hidden, c.shape.intermediate, c.shape.precision) for c in configs})
-    for m in [int(v) for v in b.args.gemm_m.split(",") if v]:
-        for h, inter, prec in families:
-            p = gemm_problem(h, inter, m, prec, device=b.device, n_streams=b.sms)
+    families = sorted({(c.shape.hidden, c.shape.intermediate, c.shape.precision, _blocks(c))
+                       for c in configs})
+    for m in _gemm_rows(b):
+        for h, inter, prec, blocks in families:
+            p = gemm_problem(h, inter, m, prec, device=b.device, n_streams=b.sms, blocks=blocks)
             for path in ("l1", "l2"):
                 kc = b.settings[prec]
                 if gemm:
@@ -247,14 +280,23 @@ def gemm_phase(b: Bench, configs, mainloop: bool, gemm: bool):
             del p
 
 
+def _blocks(c):
+    return (c.shape.block_m, c.shape.block_n1, c.shape.block_n2)
+
+
+def _gemm_rows(b: Bench) -> list[int]:
+    return [int(v) for v in b.args.gemm_m.split(",") if v]
+
+
 def tune(b: Bench, configs):
     """Pick block_k/warps/stages per precision: best geomean GEMM ratio over both paths."""
     from .moe_gemm import gemm_problem, measure_path
 
     for prec in sorted({c.shape.precision for c in configs}):
-        h, inter = max((c.shape.hidden, c.shape.intermediate) for c in configs
-                       if c.shape.precision == prec)
-        p = gemm_problem(h, inter, 4096, prec, device=b.device, n_streams=b.sms)
+        h, inter, blocks = max((c.shape.hidden, c.shape.intermediate, _blocks(c))
+                               for c in configs if c.shape.precision == prec)
+        p = gemm_problem(h, inter, max(_gemm_rows(b)), prec, device=b.device, n_streams=b.sms,
+                         blocks=blocks)
         best = None
         for bk, w, st in TUNE[prec]:
             kc = moe.KernelConfig(block_k=bk, num_warps=w, num_stages=st)
@@ -283,13 +325,14 @@ def print_table(rows):
         if kind == "gemm":
             ratio = "-" if sch is None else f"{sch:.3f}"
             tf = "-" if st is None else f"{st:.0f} TF"
-            print(f"{kind:8} {name:34} {ratio:>12} {ok!s:>3.3} {tf:>10}")
+            print(f"{kind:8} {name:34} {ratio:>12} {'yes' if ok else 'NO':>3} {tf:>10}")
             continue
         if not st:
-            print(f"{kind:8} {name:34} {sch:>12} {ok!s:>3.3}")
+            print(f"{kind:8} {name:34} {sch:>12} {'yes' if ok else 'NO':>3}")
             continue
         sp, sg = st["span_us"], st["signal_us"]
-        print(f"{kind:8} {name:34} {sch:>12} {ok!s:>3.3} {st['kernel_us']['median']:10.1f} "
+        print(f"{kind:8} {name:34} {sch:>12} {'yes' if ok else 'NO':>3} "
+              f"{st['kernel_us']['median']:10.1f} "
               f"{sp['median']:6.1f}/{sp['p90']:6.1f} {st.get('wait_us', sp)['median']:9.1f} "
               f"{sg['median']:7.1f}/{sg['p90']:6.1f}")
 
@@ -310,10 +353,10 @@ def main(argv=None):
     if args.tune:
         tune(b, configs)
     print("settings:", {k: b.cfg_params(k) for k in b.settings}, flush=True)
-    if phases & {"gemm", "mainloop"}:
-        gemm_phase(b, configs, "mainloop" in phases, "gemm" in phases)
     if "kernel" in phases:
         kernel_phase(b, configs, "signal" in phases)
+    if phases & {"gemm", "mainloop"}:
+        gemm_phase(b, configs, "mainloop" in phases, "gemm" in phases)
     print(f"done in {time.time() - t0:.0f} s", flush=True)
     print_table(b.rows)
     return 0
