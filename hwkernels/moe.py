@@ -32,7 +32,8 @@ class MoEKernelError(RuntimeError):
 class KernelConfig:
     """Launch settings of the fused kernel (block_m / block_n1 / block_n2 come from the shape)."""
 
-    block_k: int = 64
+    block_k: int = 64          # Linear-1 K step
+    block_k2: int | None = None  # Linear-2 K step (None: block_k)
     num_warps: int = 8
     num_stages: int = 3
     signal: int = 0            # 0 release (correct), 1 relaxed (measures the release's cost)
@@ -40,12 +41,18 @@ class KernelConfig:
     max_spins: int = DEFAULT_MAX_SPINS
 
     def __post_init__(self):
-        if self.block_k < 16 or self.block_k & (self.block_k - 1):
-            raise ValueError('"block_k" must be a power of two >= 16.')
+        for name in ("block_k", "block_k2"):
+            v = getattr(self, name)
+            if v is not None and (v < 16 or v & (v - 1)):
+                raise ValueError(f'"{name}" must be a power of two >= 16.')
         if self.signal not in (0, 1):
             raise ValueError('"signal" must be 0 (release) or 1 (relaxed).')
         if self.max_spins < 1:
             raise ValueError('"max_spins" must be >= 1.')
+
+    @property
+    def k2(self) -> int:
+        return self.block_k if self.block_k2 is None else self.block_k2
 
 
 @dataclass
@@ -224,8 +231,8 @@ class FusedMoE:
         dev = data.x.device
         i32 = torch.int32
         h, inter = shape.hidden, shape.intermediate
-        if h % config.block_k or inter % config.block_k:
-            raise ValueError('"block_k" must divide hidden and intermediate.')
+        if h % config.block_k or inter % config.k2:
+            raise ValueError('"block_k" must divide hidden and "block_k2" intermediate.')
         if int(table.l1_nblocks) != inter // shape.block_n1:
             raise ValueError("table.l1_nblocks does not match intermediate // block_n1.")
         row0, rend = mblock_bounds(layout, shape.block_m)
@@ -259,7 +266,7 @@ class FusedMoE:
 
     def _args(self):
         s, c = self.shape, self.config
-        bk2 = c.block_k
+        bk2 = c.k2
         pos = (self.data.x, self.data.w1, self.data.w2, self.act, self.out, self.row_token,
                self.row_slot, self.row_weight, self.mb_row0, self.mb_rend, self.l2_full,
                self.tiles, self.dest_delta, self.offsets, self.data.scales, self.err, self.stamps, self.sm,

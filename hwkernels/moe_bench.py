@@ -21,6 +21,7 @@ import os
 import weakref
 import sys
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -28,10 +29,10 @@ from . import moe, records
 from .moe_catalog import load_configs
 from .stats import summarize
 
-SETTINGS = {"bf16": moe.KernelConfig(block_k=64, num_warps=8, num_stages=3),
+SETTINGS = {"bf16": moe.KernelConfig(block_k=64, num_warps=8, num_stages=4),
             "fp8": moe.KernelConfig(block_k=128, num_warps=8, num_stages=3)}
-TUNE = {"bf16": [(64, 8, 3), (64, 8, 4), (32, 8, 4)],
-        "fp8": [(128, 8, 3), (128, 8, 4), (64, 8, 4)]}
+TUNE = {"bf16": [(64, 64, 8, 4), (64, 128, 8, 3)],   # (bk1, bk2, warps, stages)
+        "fp8": [(128, 128, 8, 3), (128, 128, 8, 4), (128, 256, 8, 3)]}
 PHASES = ("kernel", "signal", "gemm", "mainloop")
 
 
@@ -44,6 +45,8 @@ def parse_args(argv=None):
     ap.add_argument("--phases", default=",".join(PHASES))
     ap.add_argument("--tune", action="store_true", help="pick block_k/warps/stages on GEMMs")
     ap.add_argument("--gemm-m", default="1024,4096", help="rows of the GEMM comparisons")
+    ap.add_argument("--budget-s", type=float, default=0.0,
+                    help="stop starting new points after this many seconds (0: no limit)")
     return ap.parse_args(argv)
 
 
@@ -66,6 +69,11 @@ class Bench:
         self.dirty = None if dirty is None else dirty not in ("0", "false", "False", "")
         self.settings = dict(SETTINGS)
         self.rows = []
+        self.t0 = time.time()
+
+    def over_budget(self, share: float = 1.0) -> bool:
+        lim = self.args.budget_s
+        return lim > 0 and time.time() - self.t0 > share * lim
 
     def record(self, kind, params, stats, check):
         rec = records.make_record("moe", kind, params, stats, check, self.platform,
@@ -74,7 +82,8 @@ class Bench:
 
     def cfg_params(self, precision):
         c = self.settings[precision]
-        return {"block_k": c.block_k, "num_warps": c.num_warps, "num_stages": c.num_stages}
+        return {"block_k": c.block_k, "block_k2": c.k2, "num_warps": c.num_warps,
+                "num_stages": c.num_stages}
 
 
 def _sm_clock_mhz() -> float:
@@ -127,6 +136,8 @@ def _host_out(shape, device):
 
 
 def _local_host_buffer(nbytes, device):
+    """Mapped pinned host memory as a CUDA uint8 tensor (UVA: the device address is the host
+    address) and a CPU view; a GPU write read back on the CPU proves the mapping."""
     import ctypes
     from types import SimpleNamespace
 
@@ -134,13 +145,16 @@ def _local_host_buffer(nbytes, device):
     import torch
 
     rt = cupy.cuda.runtime
-    host_ptr = rt.hostAlloc(nbytes, rt.hostAllocMapped | rt.hostAllocPortable)
-    dev_ptr = rt.hostGetDevicePointer(host_ptr, 0)
-    mem = cupy.cuda.UnownedMemory(dev_ptr, nbytes, owner=None, device_id=device.index or 0)
+    ptr = rt.hostAlloc(nbytes, rt.hostAllocMapped | rt.hostAllocPortable)
+    mem = cupy.cuda.UnownedMemory(ptr, nbytes, owner=None, device_id=device.index or 0)
     arr = cupy.ndarray((nbytes,), dtype=cupy.uint8, memptr=cupy.cuda.MemoryPointer(mem, 0))
-    cpu = torch.from_numpy(np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(host_ptr)))
-    buf = SimpleNamespace(cuda=torch.from_dlpack(arr), cpu=cpu, ptr=int(dev_ptr), keep=arr)
-    weakref.finalize(buf, rt.freeHost, host_ptr)
+    cpu = torch.from_numpy(np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(ptr)))
+    buf = SimpleNamespace(cuda=torch.from_dlpack(arr), cpu=cpu, ptr=int(ptr), keep=arr)
+    weakref.finalize(buf, rt.freeHost, ptr)
+    buf.cuda.fill_(0x5A)
+    torch.cuda.synchronize()
+    if buf.cuda.device.type != "cuda" or not bool((cpu[:: max(nbytes // 4096, 1)] == 0x5A).all()):
+        raise RuntimeError("host buffer: a GPU write did not reach host memory")
     return buf
 
 
@@ -168,7 +182,7 @@ def run_kernel(b: Bench, cfg, data, lay, ref, out, cpu_out, schedule, signal=0):
     table = schedule_table(shape, lay, schedule, n_streams=b.sms)
     table.validate()
     kc = b.settings[shape.precision]
-    conf = moe.KernelConfig(kc.block_k, kc.num_warps, kc.num_stages, signal=signal, stamps=True)
+    conf = replace(kc, signal=signal, stamps=True)
     fused = moe.FusedMoE(shape, lay, table, data, out, conf)
     nan = float("nan")
 
@@ -187,8 +201,7 @@ def run_kernel(b: Bench, cfg, data, lay, ref, out, cpu_out, schedule, signal=0):
 
     ok, err, stats = _measure(run, b.args.trials, 1, lambda: out.fill_(nan), check)
     if ok and signal == 0:
-        plain = moe.FusedMoE(shape, lay, table, data, out,
-                             moe.KernelConfig(kc.block_k, kc.num_warps, kc.num_stages))
+        plain = moe.FusedMoE(shape, lay, table, data, out, kc)
         out.fill_(nan)
         plain.launch()
         plain.finish()
@@ -237,8 +250,11 @@ def kernel_phase(b: Bench, configs, signal_too: bool):
     cache = {}
     for i, cfg in enumerate(configs):
         t0 = time.time()
+        if b.over_budget(0.75):
+            print(f"{cfg.name}: skipped (time budget)", flush=True)
+            continue
         try:
-            _one_config(b, i, cfg, cache, signal_too)
+            _one_config(b, i, cfg, cache, signal_too and not b.over_budget(0.45))
         except Exception as e:  # noqa: BLE001 (one config's failure must not end the sweep)
             traceback.print_exc()
             b.rows.append(("error", cfg.name, type(e).__name__, False, None))
@@ -246,38 +262,52 @@ def kernel_phase(b: Bench, configs, signal_too: bool):
 
 
 def gemm_phase(b: Bench, configs, mainloop: bool, gemm: bool):
-    from .moe_gemm import gemm_problem, mainloop_samples, measure_path
-
     families = sorted({(c.shape.hidden, c.shape.intermediate, c.shape.precision, _blocks(c))
                        for c in configs})
     for m in _gemm_rows(b):
         for h, inter, prec, blocks in families:
-            p = gemm_problem(h, inter, m, prec, device=b.device, n_streams=b.sms, blocks=blocks)
-            for path in ("l1", "l2"):
-                kc = b.settings[prec]
-                if gemm:
-                    r = measure_path(p, path, kc, b.args.trials)
-                    params = {k: r[k] for k in ("precision", "m", "n", "k", "path")}
-                    stats = ({"triton_us": r["triton_us"], "cublas_us": r["cublas_us"]}
-                             if r["ok"] else None)
-                    b.record("gemm", params | b.cfg_params(prec), stats,
-                             {"ok": r["ok"], "max_rel_err": r["max_rel_err"]})
-                    b.rows.append(("gemm", f"{prec} {path} m{m} n{r['n']} k{r['k']}",
-                                   r.get("ratio"), r["ok"], r.get("triton_tflops")))
-                if mainloop:
-                    ok, t = mainloop_samples(p, path, kc)
-                    kind = 0 if path == "l1" else 1
-                    params = {"precision": prec, "block_m": p.shape.block_m,
-                              "block_n": p.shape.block_n1 if kind == 0 else p.shape.block_n2,
-                              "k_dim": h if kind == 0 else inter, "kind": path, "m": m,
-                              "source": "gemm-only"} | b.cfg_params(prec)
-                    stats = None if not ok else {
-                        "mainloop_us": summarize(t.of(kind, "mainloop_us")).to_dict(),
-                        "wait_us": summarize(t.of(kind, "wait_us")).to_dict(),
-                        "store_us": summarize(t.of(kind, "store_us")).to_dict(),
-                        "signal_us": summarize(t.of(kind, "signal_us")).to_dict()}
-                    b.record("mainloop", params, stats, {"ok": ok})
-            del p
+            if b.over_budget():
+                print(f"gemm {prec} m{m} h{h} i{inter}: skipped (time budget)", flush=True)
+                continue
+            try:
+                _gemm_family(b, h, inter, prec, blocks, m, mainloop, gemm)
+            except Exception:  # noqa: BLE001 (one point's failure must not end the sweep)
+                import traceback
+
+                traceback.print_exc()
+
+
+def _gemm_family(b: Bench, h, inter, prec, blocks, m, mainloop: bool, gemm: bool):
+    from .moe_gemm import gemm_problem, measure_path
+
+    p = gemm_problem(h, inter, m, prec, device=b.device, n_streams=b.sms, blocks=blocks)
+    kc = b.settings[prec]
+    for path in ("l1", "l2"):
+        if gemm:
+            r = measure_path(p, path, kc, b.args.trials)
+            params = {k: r[k] for k in ("precision", "m", "n", "k", "path")}
+            stats = {"triton_us": r["triton_us"], "cublas_us": r["cublas_us"]} if r["ok"] else None
+            b.record("gemm", params | b.cfg_params(prec), stats,
+                     {"ok": r["ok"], "max_rel_err": r["max_rel_err"]})
+            b.rows.append(("gemm", f"{prec} {path} m{m} n{r['n']} k{r['k']}", r.get("ratio"),
+                           r["ok"], r.get("triton_tflops")))
+        if mainloop:
+            _mainloop_record(b, p, path, kc, m)
+
+
+def _mainloop_record(b: Bench, p, path: str, kc, m: int):
+    from .moe_gemm import mainloop_samples
+
+    ok, t = mainloop_samples(p, path, kc)
+    kind = 0 if path == "l1" else 1
+    s = p.shape
+    params = {"precision": s.precision, "block_m": s.block_m,
+              "block_n": s.block_n1 if kind == 0 else s.block_n2,
+              "k_dim": s.hidden if kind == 0 else s.intermediate, "kind": path, "m": m,
+              "source": "gemm-only"} | b.cfg_params(s.precision)
+    stats = None if not ok else {name: summarize(t.of(kind, name)).to_dict()
+                                 for name in ("mainloop_us", "wait_us", "store_us", "signal_us")}
+    b.record("mainloop", params, stats, {"ok": ok})
 
 
 def _blocks(c):
@@ -298,18 +328,18 @@ def tune(b: Bench, configs):
         p = gemm_problem(h, inter, max(_gemm_rows(b)), prec, device=b.device, n_streams=b.sms,
                          blocks=blocks)
         best = None
-        for bk, w, st in TUNE[prec]:
-            kc = moe.KernelConfig(block_k=bk, num_warps=w, num_stages=st)
+        for bk, bk2, w, st in TUNE[prec]:
+            kc = moe.KernelConfig(block_k=bk, block_k2=bk2, num_warps=w, num_stages=st)
             try:
                 rs = [measure_path(p, path, kc, 10) for path in ("l1", "l2")]
             except Exception as e:   # noqa: BLE001 (a setting that does not compile)
-                print(f"tune {prec} {(bk, w, st)}: {type(e).__name__}: {e}", flush=True)
+                print(f"tune {prec} {(bk, bk2, w, st)}: {type(e).__name__}: {e}", flush=True)
                 continue
             if not all(r["ok"] for r in rs):
-                print(f"tune {prec} {(bk, w, st)}: check failed", flush=True)
+                print(f"tune {prec} {(bk, bk2, w, st)}: check failed", flush=True)
                 continue
             score = float(np.sqrt(rs[0]["ratio"] * rs[1]["ratio"]))
-            print(f"tune {prec} bk={bk} warps={w} stages={st}: l1 {rs[0]['ratio']:.3f} "
+            print(f"tune {prec} bk={bk}/{bk2} warps={w} stages={st}: l1 {rs[0]['ratio']:.3f} "
                   f"l2 {rs[1]['ratio']:.3f} res={rs[0]['resources']}", flush=True)
             if best is None or score > best[0]:
                 best = (score, kc)
@@ -349,7 +379,7 @@ def main(argv=None):
         return 2
     configs = load_configs(args.configs)
     b = Bench(args)
-    t0 = time.time()
+    t0 = b.t0
     if args.tune:
         tune(b, configs)
     print("settings:", {k: b.cfg_params(k) for k in b.settings}, flush=True)

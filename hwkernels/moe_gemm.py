@@ -99,6 +99,7 @@ def _cublas(p: GemmProblem, path: str):
         a, b, sa, sb = p.act_in, d.w2[0].t(), d.scales[1:2], d.scales[3:4]
     want = (a.float() * (sa if fp8 else 1.0)) @ (b.float() * (sb if fp8 else 1.0))
     if fp8:                                     # b is already column-major (K-major)
+        sa, sb = sa.clone(), sb.clone()         # own allocations: cuBLASLt wants aligned scales
         fn = lambda: torch._scaled_mm(a, b, scale_a=sa, scale_b=sb,  # noqa: E731
                                       out_dtype=torch.bfloat16)
     else:
