@@ -135,11 +135,17 @@ def _host_out(shape, device):
     return view(buf.cuda), view(buf.cpu), buf
 
 
+class _HostBuffer:
+    """What destination.host_buffer returns: .cuda, .cpu, .ptr (weak-referenceable)."""
+
+    def __init__(self, cuda, cpu, ptr, keep):
+        self.cuda, self.cpu, self.ptr, self._keep = cuda, cpu, ptr, keep
+
+
 def _local_host_buffer(nbytes, device):
     """Mapped pinned host memory as a CUDA uint8 tensor (UVA: the device address is the host
     address) and a CPU view; a GPU write read back on the CPU proves the mapping."""
     import ctypes
-    from types import SimpleNamespace
 
     import cupy
     import torch
@@ -149,7 +155,7 @@ def _local_host_buffer(nbytes, device):
     mem = cupy.cuda.UnownedMemory(ptr, nbytes, owner=None, device_id=device.index or 0)
     arr = cupy.ndarray((nbytes,), dtype=cupy.uint8, memptr=cupy.cuda.MemoryPointer(mem, 0))
     cpu = torch.from_numpy(np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(ptr)))
-    buf = SimpleNamespace(cuda=torch.from_dlpack(arr), cpu=cpu, ptr=int(ptr), keep=arr)
+    buf = _HostBuffer(torch.from_dlpack(arr), cpu, int(ptr), arr)
     weakref.finalize(buf, rt.freeHost, ptr)
     buf.cuda.fill_(0x5A)
     torch.cuda.synchronize()
