@@ -219,7 +219,13 @@ def main(argv=None) -> int:
         row = {"M": shape.seq_len, "t": {}}
         stamp_mhz = 0.0
         for variant in variants:
-            m, replays, graph = measure_variant(case, variant, args.repeats)
+            try:
+                m, replays, graph = measure_variant(case, variant, args.repeats)
+            except Exception as exc:  # noqa: BLE001 - say which variant failed, go on
+                print(f"M={shape.seq_len} {variant}: FAILED {type(exc).__name__}: "
+                      f"{str(exc)[:300]}", flush=True)
+                all_ok = False
+                continue
             st = m.stats_dicts() if hasattr(m, "stats_dicts") else (
                 None if m.stats is None else {k: s.to_dict() for k, s in m.stats.items()})
             if m.ok and "clock_mhz" in m.samples:

@@ -22,9 +22,8 @@ from .fa_bench import _host_view, host_bytes_for, measure_variant, slots_for
 from .fa_variants import VARIANTS, Case, KernelConfig
 
 CONFIGS = [(128, 64, 4, 3, False), (128, 64, 8, 3, False), (128, 128, 8, 3, False),
-           (128, 128, 8, 2, False), (128, 64, 8, 4, False), (64, 64, 4, 3, False),
-           (128, 64, 4, 3, True), (128, 64, 8, 3, True), (128, 128, 8, 3, True),
-           (128, 128, 8, 2, True)]
+           (128, 128, 8, 2, False), (64, 64, 4, 3, False),
+           (128, 64, 4, 3, True), (128, 128, 8, 3, True), (128, 128, 8, 2, True)]
 
 
 def _shape(m, d=128, bm=128, bn=128, sp=4, heads=32, rank=0, tokens=4096):
@@ -35,7 +34,7 @@ def _shape(m, d=128, bm=128, bn=128, sp=4, heads=32, rank=0, tokens=4096):
 def correctness(host, programs) -> list[dict]:
     out = []
     for (d, rank, tma), variant in itertools.product(
-            [(128, 0, False), (64, 2, False), (128, 1, True), (64, 0, True)], VARIANTS):
+            [(128, 0, False), (64, 2, False), (128, 1, True)], VARIANTS):
         shape = _shape(1024, d=d, bn=64, rank=rank, tokens=2048)
         case = Case(shape, KernelConfig(num_warps=4, tma=tma), host, 2, programs)
         try:
@@ -76,7 +75,7 @@ def tuning(host, programs) -> list[dict]:
         rows.append({"M": m, "d": d, "cfg": "cudnn", **cud})
         print(rows[-1], flush=True)
         for bm, bn, w, st, tma in CONFIGS:
-            if d == 64 and (bn > 64 or st == 2):
+            if d == 64 and (bm, bn, w, st) not in ((128, 64, 4, 3), (64, 64, 4, 3)):
                 continue
             r = time_variant(_shape(m, d=d, bm=bm, bn=bn), KernelConfig(w, st, tma), host,
                              programs, "fa-only", instrument=False)
@@ -95,7 +94,7 @@ def best_config(rows, d=128):
 def fences(host, programs, cfg_row) -> list[dict]:
     bm, bn, w, st, tma = cfg_row
     rows = []
-    for m, block_m in [(1024, 128), (4096, 128), (16384, 128), (1024, 64), (4096, 64)]:
+    for m, block_m in [(1024, 128), (4096, 128), (16384, 128), (4096, 64)]:
         shape = _shape(m, bm=block_m, bn=bn if block_m == 128 else 64)
         for variant in ("sdpa-cudnn", "fa-only", "a2a-store", "a2a-ce", "serial", "fused",
                         "cc-asm", "cc-atomic"):
@@ -115,14 +114,20 @@ def main(argv=None) -> int:
     programs = torch.cuda.get_device_properties(0).multi_processor_count
     need = host_bytes_for([_shape(m, bm=bm) for m in (1024, 4096, 8192, 16384) for bm in (64, 128)])
     host = _host_view(need, torch.device("cuda", 0)).cuda
-    result = {"correctness": correctness(host, programs)}
+    result = {}
+
+    def dump():
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=1, default=float)
+    result["correctness"] = correctness(host, programs)
+    dump()
     result["tuning"] = tuning(host, programs)
     best = best_config(result["tuning"])
     result["best"] = best
     print("best d=128 config", best, flush=True)
+    dump()
     result["fences"] = fences(host, programs, best)
-    with open(args.json, "w") as f:
-        json.dump(result, f, indent=1, default=float)
+    dump()
     print("\nfa-only vs cuDNN (M=8K):")
     for r in result["tuning"]:
         print(f"  d={r['d']} cfg={r['cfg']} ok={r.get('ok')} t={r.get('kernel_us', np.nan):.1f} "

@@ -99,6 +99,7 @@ class Case:
                      for s in range(slots)]
         self.flags = torch.zeros(max(programs, 1), dtype=torch.int32, device=dev)
         self.stamps = torch.zeros((shape.n_tiles, fa.STAMP_WORDS), dtype=torch.int64, device=dev)
+        self.sdpa_out = None
         self._memcpy2d = None
 
     # -- enqueue -----------------------------------------------------------------------------
@@ -131,7 +132,7 @@ class Case:
         from torch.nn.attention import SDPBackend, sdpa_kernel
 
         with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-            self.out.copy_(torch.nn.functional.scaled_dot_product_attention(self.q, self.k, self.v))
+            self.sdpa_out = torch.nn.functional.scaled_dot_product_attention(self.q, self.k, self.v)
 
     def enqueue(self, variant: str, slot: int = 0, instrument: bool = False):
         """Enqueue one launch of `variant` writing ring slot `slot` (no sync)."""
@@ -164,12 +165,16 @@ class Case:
     # -- poison and check --------------------------------------------------------------------
     def poison(self, variant: str) -> None:
         fa.poison(self.out, self.local_owner)
+        if self.sdpa_out is not None:
+            fa.poison(self.sdpa_out)
         if variant in REMOTE_VARIANTS:
             for b in self.bufs:
                 fa.poison(b.remote)
 
     def check(self, variant: str) -> tuple[bool, float]:
         """Receiver side: the local output, or every owner's slice in every ring slot."""
+        if variant == "sdpa-cudnn":
+            return fa.check_local(self.sdpa_out, self.ref)
         if variant not in REMOTE_VARIANTS:
             return fa.check_local(self.out, self.ref)
         worst, ok = 0.0, True
