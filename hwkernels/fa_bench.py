@@ -24,7 +24,7 @@ from . import fa, fa_layout, records
 from .fa import FAShape
 from .fa_variants import INSTRUMENTED, VARIANTS, Case, KernelConfig, record_kind
 
-SUITES = {"full": (1024, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 32768, 65536),
+SUITES = {"full": (1024, 4096, 16384, 65536, 2048, 8192, 32768, 3072, 6144, 12288),
           "quick": (1024, 4096, 16384)}
 RING_BYTES = 240 * 2**20            # fresh host addresses: a line is rewritten after >= 4x L2
 MAX_SLOTS = 32
@@ -47,6 +47,9 @@ def parse_args(argv=None):
     ap.add_argument("--num-warps", type=int, default=8)
     ap.add_argument("--num-stages", type=int, default=3)
     ap.add_argument("--tma", action="store_true", help="K/V through tensor descriptors")
+    ap.add_argument("--config", default="",
+                    help="JSON file whose 'best' is [block_m, block_n, num_warps, num_stages, "
+                         "tma] (fa_tune's output); overrides those five options")
     ap.add_argument("--programs", type=int, default=0, help="persistent CTAs (0: SM count)")
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--variants", default=",".join(VARIANTS))
@@ -72,8 +75,11 @@ def _harness():
 def _host_view(nbytes: int, device):
     try:
         from .destination import host_buffer
-    except ImportError:
-        from .fa_harness_local import host_buffer
+        return host_buffer(nbytes, device)
+    except Exception as exc:  # noqa: BLE001 - not in this checkout, or failed here
+        print(f"destination.host_buffer unavailable ({type(exc).__name__}: {exc}); "
+              "using fa_harness_local.host_buffer", file=sys.stderr)
+    from .fa_harness_local import host_buffer
     return host_buffer(nbytes, device)
 
 
@@ -197,6 +203,11 @@ def main(argv=None) -> int:
     import torch
 
     args = parse_args(argv)
+    if args.config:
+        import json
+
+        with open(args.config) as f:
+            args.block_m, args.block_n, args.num_warps, args.num_stages, args.tma = json.load(f)["best"]
     if args.target == "peer":
         raise SystemExit("fa_bench: --target peer (symmetric memory over N GPUs) is not "
                          "implemented yet; use --target host")
@@ -249,6 +260,7 @@ def main(argv=None) -> int:
         rows.append(row)
         del case
         torch.cuda.empty_cache()
+    rows.sort(key=lambda r: r["M"])
     fit = fit_qloop(qloops, args.block_n)
     if fit:
         print(f"Q-loop fit: sigma = {fit[0]:.3f} us per KV tile, fixed = {fit[1]:.2f} us")

@@ -90,15 +90,34 @@ class HostBuffer:
 
 
 def host_buffer(nbytes: int, device) -> HostBuffer:
+    """Mapped pinned host memory as a CUDA tensor (checked both ways before it is returned).
+
+    cupy has no cudaHostGetDevicePointer: the device address comes from
+    cudaPointerGetAttributes (under UVA it is the host address itself)."""
+    import ctypes
+
     import cupy
+    import numpy as np
     import torch
 
     rt = cupy.cuda.runtime
     host_ptr = rt.hostAlloc(nbytes, rt.hostAllocMapped | rt.hostAllocPortable)
-    dev_ptr = rt.hostGetDevicePointer(host_ptr, 0)
+    try:
+        dev_ptr = int(rt.pointerGetAttributes(host_ptr).devicePointer) or host_ptr
+    except Exception:  # noqa: BLE001 - UVA: the host address is the device address
+        dev_ptr = host_ptr
     mem = cupy.cuda.UnownedMemory(dev_ptr, nbytes, owner=None, device_id=0)
     arr = cupy.ndarray((nbytes,), dtype=cupy.uint8, memptr=cupy.cuda.MemoryPointer(mem, 0))
     cuda = torch.from_dlpack(arr)
+    cpu = torch.from_numpy(np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(host_ptr)))
     if cuda.device.type != "cuda" or cuda.data_ptr() != dev_ptr:
         raise RuntimeError("host buffer did not wrap as a CUDA tensor at its device address")
-    return HostBuffer(cuda=cuda, cpu=None, ptr=int(dev_ptr), nbytes=nbytes, _keep=arr)
+    n = min(nbytes, 1 << 20)
+    cuda[:n].fill_(0xA5)
+    torch.cuda.synchronize()
+    if not bool((cpu[:n] == 0xA5).all()):
+        raise RuntimeError("GPU stores to the mapped host buffer did not reach host memory")
+    cpu[:n] = 0x5A
+    if not bool((cuda[:n] == 0x5A).all()):
+        raise RuntimeError("the GPU does not read the host's writes to the mapped buffer")
+    return HostBuffer(cuda=cuda, cpu=cpu, ptr=int(dev_ptr), nbytes=nbytes, _keep=arr)
