@@ -53,6 +53,8 @@ def parse_args(argv=None):
     ap.add_argument("--programs", type=int, default=0, help="persistent CTAs (0: SM count)")
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--table-from", default="", metavar="RECORDS.jsonl",
+                    help="print the tables of an existing records file and exit (no GPU)")
     return ap.parse_args(argv)
 
 
@@ -189,6 +191,40 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def rows_from_records(path) -> tuple[list[dict], list[tuple]]:
+    """(summary rows, per-tile rows) from a records file, for `table` and `tile_table`."""
+    import json
+
+    by_m: dict = {}
+    for line in open(path):
+        if not line.strip():
+            continue
+        r = json.loads(line)
+        if r.get("experiment") != "fa-a2a" or not r["check"]["ok"]:
+            continue
+        p = r["params"]
+        by_m.setdefault(p["seq_len"], {})[p.get("variant", r["kind"])] = r["stats"]
+    rows = [{"M": m, "t": {v: st["kernel_us"]["median"] for v, st in d.items()}}
+            for m, d in sorted(by_m.items())]
+
+    def q(d, v, k, key="median"):
+        return d.get(v, {}).get(k, {}).get(key, math.nan)
+    tiles = [(m, q(d, "fa-only", "qloop_us"), q(d, "fused", "qloop_us"), q(d, "cc-asm", "qloop_us"),
+              q(d, "fa-only", "issue_span_us"), q(d, "fused", "issue_span_us"),
+              q(d, "fused", "issue_span_us", "p90"), q(d, "fused", "issue_span_us", "max"),
+              q(d, "cc-asm", "issue_span_us"), q(d, "cc-atomic", "issue_span_us"))
+             for m, d in sorted(by_m.items())]
+    return rows, tiles
+
+
+def tile_table(tiles: list[tuple]) -> str:
+    head = ("M", "qloop_FA", "qloop_fus", "qloop_cc", "span_FA", "span_fus", "fus_p90",
+            "fus_max", "span_ccA", "span_ccR")
+    lines = ["  ".join(f"{h:>9}" for h in head)]
+    lines += ["  ".join(f"{v:>9}" if i == 0 else f"{v:>9.2f}" for i, v in enumerate(t)) for t in tiles]
+    return "\n".join(lines)
+
+
 def fit_qloop(points: list[tuple[int, float]], block_n: int) -> tuple[float, float] | None:
     """Least-squares G_Qloop = fixed + sigma * M / b_n over (M, median Q-loop us) points."""
     if len(points) < 2:
@@ -203,6 +239,11 @@ def main(argv=None) -> int:
     import torch
 
     args = parse_args(argv)
+    if args.table_from:
+        rows, tiles = rows_from_records(args.table_from)
+        print(table(rows))
+        print(tile_table(tiles))
+        return 0
     if args.config:
         import json
 
