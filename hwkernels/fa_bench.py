@@ -65,23 +65,9 @@ def shapes(args) -> list[FAShape]:
                     block_n=args.block_n) for m in ms]
 
 
-def _harness():
-    try:
-        from . import harness
-        return harness.measure, harness.capture_graph, harness.graph_replay_us
-    except ImportError:  # until hwkernels.harness lands in main: the same signatures
-        from . import fa_harness_local as local
-        return local.measure, local.capture_graph, local.graph_replay_us
-
-
 def _host_view(nbytes: int, device):
-    try:
-        from .destination import host_buffer
-        return host_buffer(nbytes, device)
-    except Exception as exc:  # noqa: BLE001 - not in this checkout, or failed here
-        print(f"destination.host_buffer unavailable ({type(exc).__name__}: {exc}); "
-              "using fa_harness_local.host_buffer", file=sys.stderr)
-    from .fa_harness_local import host_buffer
+    from .destination import host_buffer
+
     return host_buffer(nbytes, device)
 
 
@@ -99,7 +85,8 @@ def measure_variant(case: Case, variant: str, repeats: int, instrument: bool = T
     """harness.measure over graph replays of one variant: (Measurement, replays, graphed)."""
     import torch
 
-    measure, capture_graph, graph_replay_us = _harness()
+    from .harness import capture_graph, graph_replay_us, measure
+
     ring = case.ring(variant)
     try:
         graph = capture_graph(ring)
@@ -155,12 +142,8 @@ def params_of(case: Case, variant: str, replays: int, graph: bool, target: str) 
 
 def _platform(sm_clock_mhz: float, target: str) -> dict:
     from .platform_info import platform
-    try:
-        return platform(1, sm_clock_mhz, 0, destination=target)
-    except TypeError:                 # before platform_info takes a destination
-        p = platform(1, sm_clock_mhz, 0)
-        p.update(destination=target, link="host PCIe" if target == "host" else p["link"])
-        return p
+
+    return platform(1, sm_clock_mhz, 0, destination=target)
 
 
 def smi_clock_mhz() -> float:
@@ -278,8 +261,7 @@ def main(argv=None) -> int:
                       f"{str(exc)[:300]}", flush=True)
                 all_ok = False
                 continue
-            st = m.stats_dicts() if hasattr(m, "stats_dicts") else (
-                None if m.stats is None else {k: s.to_dict() for k, s in m.stats.items()})
+            st = m.stats_dicts()
             if m.ok and "clock_mhz" in m.samples:
                 stamp_mhz = float(np.median(m.samples["clock_mhz"]))
             mhz = stamp_mhz or smi_clock_mhz()
