@@ -232,9 +232,11 @@ def main(argv=None) -> int:
 
         with open(args.config) as f:
             args.block_m, args.block_n, args.num_warps, args.num_stages, args.tma = json.load(f)["best"]
-    if args.target == "peer":
-        raise SystemExit("fa_bench: --target peer (symmetric memory over N GPUs) is not "
-                         "implemented yet; use --target host")
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if args.target == "peer" or world != 1:
+        print("fa_bench: only --target host with one process is implemented (rank 0 of N "
+              "virtual owners on one GPU); use --target host --nproc 1", file=sys.stderr)
+        return 2
     try:
         cases = shapes(args)
         cfg = KernelConfig(args.num_warps, args.num_stages, args.tma)
