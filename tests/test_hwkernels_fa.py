@@ -191,3 +191,23 @@ def test_tables_from_records_file(tmp_path):
     assert line[0] == "1024" and line[8:] == ["10.0", "0.800", "1.364", "0.900"]
     assert tiles[0][:3] == (1024, 25.0, 27.5)
     assert len(tile_table(tiles).splitlines()) == 2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d,sp,rank,tma", [(128, 4, 2, True), (64, 2, 0, True), (128, 4, 0, False)])
+def test_every_variant_on_the_gpu_receiver_side(d, sp, rank, tma):
+    torch = pytest.importorskip("torch")
+    from hwkernels.destination import host_buffer
+    from hwkernels.fa import FAShape
+    from hwkernels.fa_variants import VARIANTS, Case, KernelConfig
+
+    shape = FAShape(batch=2, heads=8, seq_len=1024, head_dim=d, sp=sp, rank=rank)
+    host = host_buffer(2 * shape.remote_bytes, torch.device("cuda", 0))
+    case = Case(shape, KernelConfig(num_warps=8, num_stages=2, tma=tma), host.cuda, 2, 132)
+    for variant in VARIANTS:
+        case.poison(variant)
+        for slot in range(case.slots):
+            case.enqueue(variant, slot)
+        torch.cuda.synchronize()
+        ok, err = case.check(variant)
+        assert ok, (variant, err)
