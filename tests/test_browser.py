@@ -9,6 +9,8 @@ Chromium renders each page with networking off and dumps the DOM after the scrip
 - no ``src``/``href`` refers to an address outside the page's folder;
 - the headline table comes before the first figure.
 
+``xsim sweep``'s ``sweep.html`` is checked for drawn plots and addresses too.
+
 Screenshots of both pages are taken by the same test; with ``XSTAGE_SCREENSHOTS=DIR`` the report
 runs with the DES, as in the main job, and the shots are copied to DIR (``docs/screenshots/``
 holds the committed ones shown in the README's tour).
@@ -60,7 +62,10 @@ def pages(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:  # the PNG panels are not what is tested here, and slow
         mp.setattr("xsim.report.html.write_pngs", lambda figures, folder, stem: ([], "PNG skipped in this test"))
         assert main(["report", *des, "-o", str(out / "report.html")]) == 0
-    return {"simulate": out / "periodic" / "index.html", "report": out / "report.html"}
+    assert main(["sweep", "periodic", "--grid", "gap_us=0,4", "--set", "producers=8", "--set", "bursts=12",
+                 "--set", "warmup_bursts=2", "--engine", "simpy", "--jobs", "1", "--out", str(out / "sweep")]) == 0
+    return {"simulate": out / "periodic" / "index.html", "report": out / "report.html",
+            "sweep": out / "sweep" / "sweep.html"}
 
 
 def _outside(address: str) -> bool:
@@ -69,6 +74,17 @@ def _outside(address: str) -> bool:
     if not a or a.startswith("#") or a.startswith("data:"):
         return False
     return bool(re.match(r"[a-z][a-z0-9+.-]*:", a, re.I)) or a.startswith("/") or ".." in a.split("/")
+
+
+def _markup(dom: str) -> str:
+    return re.sub(r"(<script\b[^>]*>).*?</script>", r"\1</script>", dom, flags=re.S | re.I)  # code is not markup
+
+
+def test_sweep_page_renders_offline_in_chromium(pages, tmp_path):
+    dom = _chromium(_browser(), tmp_path / "profile", "--dump-dom", pages["sweep"].as_uri())
+    assert 'class="main-svg"' in dom
+    outside = [a for _, a in ADDRESS.findall(_markup(dom)) if _outside(a)]
+    assert not outside, outside[:5]
 
 
 @pytest.mark.parametrize("name", ["simulate", "report"])
@@ -82,8 +98,7 @@ def test_page_renders_offline_in_chromium(pages, name, tmp_path):
     for chunk in figures:
         body = chunk.split("</figure>")[0]
         assert 'class="main-svg"' in body, body[:300]
-    markup = re.sub(r"(<script\b[^>]*>).*?</script>", r"\1</script>", dom, flags=re.S | re.I)  # code is not markup
-    outside = [a for _, a in ADDRESS.findall(markup) if _outside(a)]
+    outside = [a for _, a in ADDRESS.findall(_markup(dom)) if _outside(a)]
     assert not outside, outside[:5]
     assert dom.index('class="xsim-headline"') < dom.index('class="xsim-figure"')
     if name == "simulate":

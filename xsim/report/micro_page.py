@@ -25,6 +25,7 @@ CAPTIONS = {
                      "stay together: the fluid eqs. 2–3 assume bursts that start together.",
 }
 MODES = (("aligned", "aligned"), ("free_running", "free-running"))
+MODEL_NAMES = {"des": "DES", "mode-aware": "mode-aware closed form", "fluid": "fluid closed form"}
 POINT_HEADER = ["kind", "K", "B", "G (µs)", "mode", "split", "issue mean (µs)", "median", "p90", "max",
                 "pred. mode-aware", "pred. DES", "DES p90", "period mean (µs)", "pred. mode-aware", "pred. DES"]
 BLANKS = ("Blank cells: not measured or not predicted. Isolated bursts have no period; the DES ran for the "
@@ -88,7 +89,8 @@ def headline(rep: MicroReport) -> list[Headline]:
             continue
         for key, label in MODES:
             e = errors[key]
-            rows.append(Headline(f"held-out {label}, {model} (n={e['n_points']})", _errors_value(e),
+            name = MODEL_NAMES.get(model, model)
+            rows.append(Headline(f"held-out {label}, {name} (n={e['n_points']})", _errors_value(e),
                                  "mean absolute percentage error on points the fit never saw"))
     return rows
 
