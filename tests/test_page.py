@@ -54,6 +54,8 @@ def test_page_checks_its_parts():
     fig = Figure("x", go.Figure(), "Read it.")
     with pytest.raises(ValueError, match="figure names must be unique"):
         Page("p", [Section("a", figures=[fig]), Section("b", figures=[fig])])
+    with pytest.raises(ValueError, match='"headline" of section \'a\' must hold Headline items'):
+        Section("a", headline=[("R", "360 GB/s")])
     with pytest.raises(ValueError, match='"plotlyjs" must be'):
         Page("p").render("cdn")
 

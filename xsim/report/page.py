@@ -88,6 +88,12 @@ class Section:
     details: Sequence[Details] = ()
     notes: Sequence[str] = ()
 
+    def __post_init__(self):
+        for name, kind in (("headline", Headline), ("figures", Figure), ("details", Details), ("notes", str)):
+            bad = [x for x in getattr(self, name) if not isinstance(x, kind)]
+            if bad:
+                raise ValueError(f'"{name}" of section {self.title!r} must hold {kind.__name__} items, got {bad[0]!r}.')
+
 
 @dataclass(frozen=True)
 class Page:
