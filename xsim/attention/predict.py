@@ -3,7 +3,8 @@ the fitted Q-loop gap; no refitting to the application.
 
 The kernel runs its tiles in waves of K concurrent CTAs (equal Q-loops keep them in phase), so
 wave w is one aligned burst of V_w bytes (its remote tiles), followed by the next tile's full
-Q-loop G = G_Qloop(M). Per wave with bytes:
+Q-loop G = G_Qloop(M) (times the waves until the next burst, where waves of local tiles only lie
+between: their Q-loops drain it too). Per wave with bytes:
 
 - E_issue: the backpressure-free issue T_iss0(K, B_t) on the issuing CTA (our kernel has no
   separate communication role, so it is on the critical path);
@@ -62,6 +63,13 @@ class FaA2aPrediction:
         return {**asdict(self), "e_res_us": self.e_res_us}
 
 
+def drain_windows(volumes) -> list[int]:
+    """For each wave with bytes, the Q-loops until the next wave with bytes (cyclic: replays
+    follow back to back), i.e. how many gaps its burst has to drain in."""
+    remote = [w for w, v in enumerate(volumes) if v > 0]
+    return [((remote[(i + 1) % len(remote)] - w - 1) % len(volumes)) + 1 for i, w in enumerate(remote)]
+
+
 def predict(shape: AttentionShape, qloop: QLoop, platform: Platform, destination: str = "host",
             g_qk_us: float = 0.0, t_lat_us: float = 0.0, t_cover_us: float = 0.0) -> FaA2aPrediction:
     """Eqs. 17-20 for one point. Args: the rank's problem, the fitted Q-loop, the platform,
@@ -76,8 +84,8 @@ def predict(shape: AttentionShape, qloop: QLoop, platform: Platform, destination
     gap = qloop.gap_us(shape.seq_len)
     e_issue = e_drain = e_cc = 0.0
     volumes = shape.wave_bytes()
-    for v in volumes[volumes > 0]:
-        dt = steady_state(v, gap, t0, rate, cap).delta_t_issue_us
+    for v, windows in zip(volumes[volumes > 0], drain_windows(volumes)):
+        dt = steady_state(v, windows * gap, t0, rate, cap).delta_t_issue_us
         e_issue += t0
         e_drain += critical_backpressure_us(dt, g_qk_us)
         e_cc += max(cc_exposure_us(v, rate, t_lat_us, t_cover_us), pos(t0 + t_lat_us - t_cover_us))
@@ -87,4 +95,4 @@ def predict(shape: AttentionShape, qloop: QLoop, platform: Platform, destination
         m_ub_star_tokens=m_ub_star(shape.block_n, g_star, qloop.sigma_us_per_kv_tile),
         waves=shape.waves, remote_waves=int((volumes > 0).sum()), t_iss0_us=t0, drain_rate_gbps=rate,
         capacity_bytes=cap, max_wave_bytes=float(volumes.max(initial=0.0)),
-        e_issue_us=e_issue, e_drain_us=e_drain, e_cc_us=e_cc, t_fa_model_us=shape.waves * gap)
+        e_issue_us=float(e_issue), e_drain_us=float(e_drain), e_cc_us=float(e_cc), t_fa_model_us=shape.waves * gap)
