@@ -138,7 +138,7 @@ def test_capacity_floor_and_cover_window():
     q = QLoop(10.0, 0.0, 128)
     s = shape(seq_len=8192, batch=1, heads=16, sp=8, producers=64)   # G >> V/R: only capacity can bind
     v_w = 56 * 32768
-    small_q = predict(s, q, toy(capacity_bytes=v_w / 2))
+    small_q = predict(s, q, toy(capacity_bytes=64 * 16384))  # a CTA's share Q/K is half a tile: Q_w = V_w / 2
     assert small_q.e_drain_us == pytest.approx(small_q.remote_waves * (drain_time_us(v_w / 2, 10.0) - 1.0))
     p0, p1 = predict(s, QLoop(0.5, 0.0, 128), toy()), predict(s, QLoop(0.5, 0.0, 128), toy(), g_qk_us=3.0)
     assert p1.e_drain_us == pytest.approx(p0.e_drain_us - p0.remote_waves * 3.0)  # eq. 19

@@ -54,18 +54,23 @@ def test_fa_only_is_waves_times_the_qloop():
     assert s["t_fa_model_us"] == fa_a2a.predict(p, toy())["t_fa_model_us"] == 4 * (2.0 + 0.2 * 32)
 
 
-@pytest.mark.parametrize("seq_len, capacity, regime", [
-    (32768, 56 * 32768, "gap above G*: issue floor only"),
-    (8192, 56 * 32768, "rate-limited: eq. 18"),
-    (16384, 28 * 32768, "capacity-limited"),
+@pytest.mark.parametrize("seq_len, capacity, sigma, regime", [
+    (32768, 256 * 32768, 3.0, "gap"),        # G = 770 us > G* = 733 us: the issue floor only
+    (8192, 56 * 32768, 0.2, "rate"),         # eq. 18: V_w/R - G - T_iss0 per wave
+    (16384, 28 * 32768, 2.0, "capacity"),    # a CTA's share Q/K is below its tile: (V_w - Q_w)/R
 ])
-def test_des_equals_closed_form_on_uniform_waves(seq_len, capacity, regime):
+def test_des_equals_closed_form_on_uniform_waves(seq_len, capacity, sigma, regime):
     """Each wave one head (K = M / b_m, 7/8 of its tiles remote), equal arbitration: the DES's
     steady replay is the closed form's T_FA + E_issue + E_drain, and T_FA + E_cc for cc."""
     plat = toy(capacity_bytes=capacity)
-    for variant, key in (("fused", "e_res"), ("cc", "e_cc_us")):
-        p = params(variant=variant, seq_len=seq_len, producers=seq_len // 128)
+    k = seq_len // 128
+    v_w, q_w = 7 / 8 * k * 32768, capacity * 7 / 8
+    for variant in ("fused", "cc"):
+        p = params(variant=variant, seq_len=seq_len, producers=k, sigma_us_per_kv_tile=sigma)
         des, cf = run(p, plat, engine="fast"), fa_a2a.predict(p, plat)
+        rate_term, cap_term = (v_w / 1e4 - cf["g_qloop_us"]), (v_w - q_w) / 1e4
+        assert (cf["e_drain_us"] == 0) == (regime == "gap")
+        assert (cap_term > max(rate_term, 1.0)) == (regime == "capacity")
         want = cf["e_issue_us"] + cf["e_drain_us"] if variant == "fused" else cf["e_cc_us"]
         assert des["e_res_us"] == pytest.approx(want, rel=1e-6), (regime, variant)
         assert des["kernel_us"]["mean"] == pytest.approx(cf["kernel_us"], rel=1e-6)

@@ -9,8 +9,11 @@ between: their Q-loops drain it too). Per wave with bytes:
 - E_issue: the backpressure-free issue T_iss0(K, B_t) on the issuing CTA (our kernel has no
   separate communication role, so it is on the critical path);
 - E_drain: eq. 18 with the capacity floor of :func:`~xsim.closedform.steady_state`,
-  dt = T_iss - T_iss0 = [V_w/R - G - T_iss0]+ (or [(V_w - Q)/R - T_iss0]+), less the cover
-  window G_QK (eq. 19; 0 for a kernel whose one role computes and stores);
+  dt = T_iss - T_iss0 = [V_w/R - G - T_iss0]+ (or [(V_w - Q_w)/R - T_iss0]+), less the cover
+  window G_QK (eq. 19; 0 for a kernel whose one role computes and stores). The capacity is
+  per SM (Q(K) is affine in K, docs/calibration.md; the DES gives each producer Q(K)/K), so a
+  wave whose K_w of K CTAs send has Q_w = Q(K) K_w / K: with K_w = K this is the paper's
+  (V - Q)/R, and a tile above a CTA's share Q(K)/K pays it at every M;
 - E_cc: eq. 17, the completion-coupled counterfactual: the issuer waits for remote visibility,
   [max(V_w/R, T_iss0) + T_lat - T_cover]+ per wave.
 
@@ -83,9 +86,9 @@ def predict(shape: AttentionShape, qloop: QLoop, platform: Platform, destination
     t0 = platform.t_iss0_us(k, b_t)
     gap = qloop.gap_us(shape.seq_len)
     e_issue = e_drain = e_cc = 0.0
-    volumes = shape.wave_bytes()
-    for v, windows in zip(volumes[volumes > 0], drain_windows(volumes)):
-        dt = steady_state(v, windows * gap, t0, rate, cap).delta_t_issue_us
+    volumes, senders = shape.wave_bytes(), shape.wave_remote_tiles()
+    for v, k_w, windows in zip(volumes[volumes > 0], senders[volumes > 0], drain_windows(volumes)):
+        dt = steady_state(v, windows * gap, t0, rate, cap * k_w / k).delta_t_issue_us
         e_issue += t0
         e_drain += critical_backpressure_us(dt, g_qk_us)
         e_cc += max(cc_exposure_us(v, rate, t_lat_us, t_cover_us), pos(t0 + t_lat_us - t_cover_us))
