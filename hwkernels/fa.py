@@ -137,14 +137,25 @@ def _interpreter_compat() -> bool:
     return True
 
 
-def _launch_args(shape: FAShape):
-    return dict(HL=shape.heads_local, SEQ=shape.seq_len, SP=shape.sp, D=shape.head_dim,
-                SLICE=shape.slice_elems, BLOCK_M=shape.block_m)
+def _launch_args(shape: FAShape) -> tuple:
+    """(rank, hl, seq, sp, slice_elems): the runtime shape arguments of both kernels."""
+    return (shape.rank, shape.heads_local, shape.seq_len, shape.sp, shape.slice_elems)
+
+
+def _set_tma_allocator(device) -> None:
+    """Device-side tensor descriptors need global scratch: allocate it where q lives."""
+    import torch
+    import triton
+
+    def alloc(size: int, alignment: int, stream):
+        return torch.empty(size, dtype=torch.int8, device=device)
+
+    triton.set_allocator(alloc)
 
 
 def launch_fa(q, k, v, shape: FAShape, mode: int, out=None, bufs: OwnerBuffers | None = None,
               programs: int = 132, fence: str = "atomic", stamps=None, flags=None,
-              num_warps: int = 8, num_stages: int = 3):
+              num_warps: int = 8, num_stages: int = 3, tma: bool = False):
     """Enqueue fa_fwd_kernel (no sync). mode 0 writes `out` [batch, HL, M, d]; modes 1, 2
     write `bufs`. stamps (int64 [n_tiles, 6]) turns the per-tile instrumentation on."""
     from .fa_kernels import fa_fwd_kernel
@@ -162,12 +173,15 @@ def launch_fa(q, k, v, shape: FAShape, mode: int, out=None, bufs: OwnerBuffers |
         raise ValueError('the completion-coupled atomic fence needs "flags" (int32 [programs]).')
     if flags is None:
         flags = dst
+    if tma:
+        _set_tma_allocator(q.device)
     grid = (max(1, min(programs, shape.n_tiles)),)
     qk_scale = 1.0 / math.sqrt(shape.head_dim) * 1.4426950408889634
     fa_fwd_kernel[grid](q, k, v, dst, remote, stamps if stamps is not None else dst, flags,
-                        qk_scale, shape.n_tiles, grid[0], shape.rank, **_launch_args(shape),
-                        BLOCK_N=shape.block_n, MODE=mode, FENCE=FENCES[fence],
-                        INSTR=stamps is not None, UPCAST=upcast, num_warps=num_warps, num_stages=num_stages)
+                        qk_scale, shape.n_tiles, grid[0], *_launch_args(shape),
+                        D=shape.head_dim, BLOCK_M=shape.block_m, BLOCK_N=shape.block_n,
+                        MODE=mode, FENCE=FENCES[fence], INSTR=stamps is not None,
+                        UPCAST=upcast, TMA=tma, num_warps=num_warps, num_stages=num_stages)
 
 
 def launch_a2a_store(out, bufs: OwnerBuffers, shape: FAShape, programs: int = 132,
@@ -177,8 +191,9 @@ def launch_a2a_store(out, bufs: OwnerBuffers, shape: FAShape, programs: int = 13
 
     _interpreter_compat()
     grid = (max(1, min(programs, shape.n_tiles)),)
-    a2a_store_kernel[grid](out, bufs.local, bufs.remote, shape.n_tiles, grid[0], shape.rank,
-                           **_launch_args(shape), num_warps=num_warps)
+    a2a_store_kernel[grid](out, bufs.local, bufs.remote, shape.n_tiles, grid[0],
+                           *_launch_args(shape), D=shape.head_dim, BLOCK_M=shape.block_m,
+                           num_warps=num_warps)
 
 
 def a2a_copy_engine(out, bufs: OwnerBuffers, shape: FAShape, memcpy2d_async) -> int:

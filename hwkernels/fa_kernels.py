@@ -19,6 +19,8 @@ the online softmax (scores in base 2), then the epilogue:
   MODE 2  completion-coupled: MODE 1, then every thread waits until its stores are visible at
           system scope before the next tile starts: FENCE 1 `fence.sc.sys` (inline asm),
           FENCE 2 a CTA barrier then an atomic add with sem=release, scope=sys.
+TMA: K and V tiles through tensor descriptors (tl.make_tensor_descriptor; Hopper TMA) instead of
+pointer loads; the launcher sets triton's allocator for the descriptors' scratch.
 UPCAST (the launcher sets it under TRITON_INTERPRET=1 only): the interpreter keeps bf16 as raw
 uint16 and its tl.dot multiplies those integers, so q, k, v are cast to float32 after the load.
 Bytes per tile: reads (1 + 2 M/b_n * b_n/b_m) b_m D * 2, writes b_m * D * 2 (32 KB at
@@ -58,88 +60,107 @@ def _stamp(stamps_ptr, tile, slot):
 
 
 @triton.jit
-def _tile_coords(tile, HL: tl.constexpr, SEQ: tl.constexpr, BLOCK_M: tl.constexpr):
-    m_blocks: tl.constexpr = SEQ // BLOCK_M
+def _tile_coords(tile, hl, seq, BLOCK_M: tl.constexpr):
+    m_blocks = seq // BLOCK_M
     bh = tile // m_blocks
     m0 = (tile % m_blocks) * BLOCK_M
-    return bh // HL, bh % HL, m0
+    return bh // hl, bh % hl, m0
 
 
 @triton.jit
 def _store_to_owner(tile_val, out_ptr, remote_ptr, b, h, m0, rank, offs_m, offs_d,
-                    HL: tl.constexpr, SEQ: tl.constexpr, SP: tl.constexpr, D: tl.constexpr,
-                    SLICE: tl.constexpr):
+                    hl, seq, sp, slice_elems, D: tl.constexpr):
     # Owner o holds [batch, M/N, H, D]: row m0+i of local head h at
     # ((b*M/N + m0 - o*M/N) * H + rank*HL + h) * D + i*H*D (fa_layout.dest_offset).
-    tpo: tl.constexpr = SEQ // SP
-    heads: tl.constexpr = HL * SP
+    tpo = seq // sp
+    heads = hl * sp
     o = m0 // tpo
     row0 = (b * tpo + m0 - o * tpo).to(tl.int64)
-    base = (row0 * heads + rank * HL + h) * D
+    base = (row0 * heads + rank * hl + h) * D
     rows = offs_m[:, None].to(tl.int64) * (heads * D) + offs_d[None, :]
     if o == rank:
         tl.store(out_ptr + base + rows, tile_val)
     else:
         slot = o - (o > rank).to(tl.int32)
-        tl.store(remote_ptr + slot.to(tl.int64) * SLICE + base + rows, tile_val)
+        tl.store(remote_ptr + slot.to(tl.int64) * slice_elems + base + rows, tile_val)
 
 
 @triton.jit
-def _qloop(q, kv_base, k_ptr, v_ptr, offs_n, offs_d, qk_scale,
-           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr, SEQ: tl.constexpr,
-           UPCAST: tl.constexpr):
+def _softmax_step(qk, m_i, l_i, acc, qk_scale):
+    m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+    p = tl.math.exp2(qk * qk_scale - m_ij[:, None])
+    alpha = tl.math.exp2(m_i - m_ij)
+    return p, m_ij, l_i * alpha + tl.sum(p, 1), acc * alpha[:, None]
+
+
+@triton.jit
+def _qloop(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n, offs_d, qk_scale,
+           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr,
+           UPCAST: tl.constexpr, TMA: tl.constexpr):
     m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     acc = tl.zeros([BLOCK_M, D], dtype=tl.float32)
     kv_ptrs = kv_base + offs_n[:, None].to(tl.int64) * D + offs_d[None, :]
-    for start_n in range(0, SEQ, BLOCK_N):
-        k = tl.load(k_ptr + kv_ptrs)                       # [BLOCK_N, D]
+    row = kv_row0
+    for start_n in range(0, seq, BLOCK_N):
+        if TMA:
+            k = desc_k.load([row, 0])                      # [BLOCK_N, D]
+        else:
+            k = tl.load(k_ptr + kv_ptrs)
         if UPCAST:
             k = k.to(tl.float32)
         qk = tl.dot(q, tl.trans(k))                        # [BLOCK_M, BLOCK_N] fp32
-        m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
-        p = tl.math.exp2(qk * qk_scale - m_ij[:, None])
-        alpha = tl.math.exp2(m_i - m_ij)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None]
-        v = tl.load(v_ptr + kv_ptrs)                       # [BLOCK_N, D]
+        p, m_i, l_i, acc = _softmax_step(qk, m_i, l_i, acc, qk_scale)
+        if TMA:
+            v = desc_v.load([row, 0])                      # [BLOCK_N, D]
+        else:
+            v = tl.load(v_ptr + kv_ptrs)
         if UPCAST:
             v = v.to(tl.float32)
         acc = tl.dot(p.to(v.dtype), v, acc)
-        m_i = m_ij
         kv_ptrs += BLOCK_N * D
+        row += BLOCK_N
     return acc / l_i[:, None]
 
 
 @triton.jit
 def fa_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, remote_ptr, stamps_ptr, flags_ptr, qk_scale,
-                  n_tiles, programs, rank,
-                  HL: tl.constexpr, SEQ: tl.constexpr, SP: tl.constexpr, D: tl.constexpr,
-                  SLICE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                  n_tiles, programs, rank, hl, seq, sp, slice_elems,
+                  D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                   MODE: tl.constexpr, FENCE: tl.constexpr, INSTR: tl.constexpr,
-                  UPCAST: tl.constexpr):
+                  UPCAST: tl.constexpr, TMA: tl.constexpr):
     pid = tl.program_id(0)
     offs_m = tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, D)
+    desc_k = k_ptr
+    desc_v = v_ptr
+    if TMA:
+        rows_total = n_tiles * BLOCK_M
+        desc_k = tl.make_tensor_descriptor(k_ptr, shape=[rows_total, D], strides=[D, 1],
+                                           block_shape=[BLOCK_N, D])
+        desc_v = tl.make_tensor_descriptor(v_ptr, shape=[rows_total, D], strides=[D, 1],
+                                           block_shape=[BLOCK_N, D])
     for tile in range(pid, n_tiles, programs):
         if INSTR:
             _stamp(stamps_ptr, tile, 0)
-        b, h, m0 = _tile_coords(tile, HL, SEQ, BLOCK_M)
-        kv_base = ((b * HL + h).to(tl.int64) * SEQ) * D
+        b, h, m0 = _tile_coords(tile, hl, seq, BLOCK_M)
+        kv_row0 = (b * hl + h) * seq
+        kv_base = kv_row0.to(tl.int64) * D
         q_rows = kv_base + (m0 + offs_m)[:, None].to(tl.int64) * D + offs_d[None, :]
         q = tl.load(q_ptr + q_rows)
         if UPCAST:
             q = q.to(tl.float32)
-        o_tile = _qloop(q, kv_base, k_ptr, v_ptr, offs_n, offs_d, qk_scale,
-                        BLOCK_M, BLOCK_N, D, SEQ, UPCAST).to(out_ptr.dtype.element_ty)
+        o_tile = _qloop(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n, offs_d,
+                        qk_scale, BLOCK_M, BLOCK_N, D, UPCAST, TMA)
+        o_tile = o_tile.to(out_ptr.dtype.element_ty)
         if INSTR:
             _stamp(stamps_ptr, tile, 1)
         if MODE == 0:
             tl.store(out_ptr + q_rows, o_tile)
         else:
             _store_to_owner(o_tile, out_ptr, remote_ptr, b, h, m0, rank, offs_m, offs_d,
-                            HL, SEQ, SP, D, SLICE)
+                            hl, seq, sp, slice_elems, D)
         if MODE == 2:
             if FENCE == 1:
                 _fence_sc_sys()
@@ -153,15 +174,14 @@ def fa_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, remote_ptr, stamps_ptr, flags_pt
 
 
 @triton.jit
-def a2a_store_kernel(out_ptr, dst_ptr, remote_ptr, n_tiles, programs, rank,
-                     HL: tl.constexpr, SEQ: tl.constexpr, SP: tl.constexpr, D: tl.constexpr,
-                     SLICE: tl.constexpr, BLOCK_M: tl.constexpr):
+def a2a_store_kernel(out_ptr, dst_ptr, remote_ptr, n_tiles, programs, rank, hl, seq, sp,
+                     slice_elems, D: tl.constexpr, BLOCK_M: tl.constexpr):
     pid = tl.program_id(0)
     offs_m = tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, D)
     for tile in range(pid, n_tiles, programs):
-        b, h, m0 = _tile_coords(tile, HL, SEQ, BLOCK_M)
-        src_rows = ((b * HL + h).to(tl.int64) * SEQ + m0 + offs_m[:, None]) * D + offs_d[None, :]
+        b, h, m0 = _tile_coords(tile, hl, seq, BLOCK_M)
+        src_rows = ((b * hl + h).to(tl.int64) * seq + m0 + offs_m[:, None]) * D + offs_d[None, :]
         val = tl.load(out_ptr + src_rows)
         _store_to_owner(val, dst_ptr, remote_ptr, b, h, m0, rank, offs_m, offs_d,
-                        HL, SEQ, SP, D, SLICE)
+                        hl, seq, sp, slice_elems, D)
