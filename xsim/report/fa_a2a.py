@@ -8,6 +8,9 @@ predict every point: the closed form (:mod:`xsim.attention.predict`) and the DES
 ``fa_a2a`` builder). Both add their predicted residual to the measured FA-only time (the
 compute side is measured, as in the paper's Fig. 11). Times are medians of ``kernel_us``.
 
+``fused_vs_cc_prediction_mape`` (post hoc, not a target) compares the measured fused time with
+each model's completion-coupled prediction: whether the fused kernel behaves as if coupled.
+
 The measured threshold is the smallest swept M from which on every E_res = T_fused - T_FA is at
 the issue floor: at most the floor plus the paper's +-2 % DVFS band of T_FA. The floor is the
 backpressure-free issue cost of the kernel itself: its smallest median per-tile issue span
@@ -109,6 +112,16 @@ def _shape(params) -> AttentionShape:
                           block_n=int(params["block_n"]), producers=int(params["producers"]))
 
 
+def column(record) -> str:
+    """The measured column of a record: its kind, except that the completion-coupled kind "cc"
+    is split by its fence: "cc" is the system-scope fence (FA_CONTRACT.md's counterfactual),
+    "cc-<fence>" any other (e.g. a release atomic)."""
+    fence = record.params.get("fence")
+    if record.kind == "cc" and fence not in (None, "asm"):
+        return f"cc-{fence}"
+    return record.kind
+
+
 def collect(rs: RecordSet, notes: list[str]) -> dict:
     """Series key -> {M: Point}; the last record of a (series, M, kind) wins (noted)."""
     series: dict = defaultdict(dict)
@@ -118,12 +131,13 @@ def collect(rs: RecordSet, notes: list[str]) -> dict:
             continue
         key = tuple(r.params.get(k) for k in SERIES_KEYS)
         m = int(r.params["seq_len"])
+        kind = column(r)
         point = series[key].get(m)
         if point is None:
             point = series[key][m] = Point(m, _shape(r.params), {})
-        elif r.kind in point.measured:
-            notes.append(f"{r.where}: repeats {r.kind} at M = {m}; the later record is used")
-        point.measured[r.kind] = r.stat("kernel_us", "median")
+        elif kind in point.measured:
+            notes.append(f"{r.where}: repeats {kind} at M = {m}; the later record is used")
+        point.measured[kind] = r.stat("kernel_us", "median")
         point.where.append(r.where)
         if r.kind == "fa-only":
             point.qloop_us = r.stat("qloop_us", "median")
@@ -174,7 +188,7 @@ def measured_threshold(points: list[Point]) -> float | None:
 
 def _extreme(values, fn):
     vals = [v for v in values if math.isfinite(v)]
-    return fn(vals) if vals else None
+    return float(fn(vals)) if vals else None
 
 
 def summarize_series(s: Series, models: list[str]) -> dict:
@@ -187,6 +201,8 @@ def summarize_series(s: Series, models: list[str]) -> dict:
         errors[model] = {
             "fused_time_mape": mape_percent([p.predicted[model]["fused_us"] for p in have], [p.get("fused") for p in have]),
             "cc_time_mape": mape_percent([p.predicted[model]["cc_us"] for p in have], [p.get("cc") for p in have]),
+            "fused_vs_cc_prediction_mape": mape_percent([p.predicted[model]["cc_us"] for p in have],
+                                                        [p.get("fused") for p in have]),
             "n_fused": sum(math.isfinite(p.get("fused")) for p in have),
             "n_cc": sum(math.isfinite(p.get("cc")) for p in have)}
     return {
@@ -198,6 +214,7 @@ def summarize_series(s: Series, models: list[str]) -> dict:
         "fused_over_fa_above_threshold": _extreme([p.fused_over_fa for p in above], max),
         "hiding_min_above_threshold": _extreme([p.hiding for p in above], min),
         "n_above_threshold": len(above),
+        "fused_over_cc_measured": _extreme([p.get("fused") / p.get("cc") for p in pts], np.median),
         "fa_vs_cudnn_min": _extreme([p.fa_vs_cudnn for p in pts], min) if s.key["head_dim"] == 128 else None,
         "errors_percent": errors,
     }
@@ -275,7 +292,7 @@ HEADLINE_KEYS = ("speedup_max", "m_ub_star_predicted", "m_ub_star_measured", "fu
 def table3_rows(s: Series) -> list[list]:
     """Table 3 for one series, one row per M: every measured variant, hiding ratio, speedup."""
     return [[p.seq_len, p.get("fa-only"), p.get("sdpa-cudnn"), p.get("a2a-store"), p.get("a2a-ce"), p.get("serial"),
-             p.get("fused"), p.get("cc"), p.e_res_us, p.hiding, p.speedup] for p in s.points]
+             p.get("fused"), p.get("cc"), p.get("cc-atomic"), p.e_res_us, p.hiding, p.speedup] for p in s.points]
 
 
 def prediction_rows(s: Series) -> list[list]:
@@ -289,7 +306,7 @@ def prediction_rows(s: Series) -> list[list]:
     return rows
 
 
-TABLE3_HEADER = ["M", "FA-only", "cuDNN", "A2A store", "A2A CE", "serial", "fused", "cc", "E_res", "hiding H",
-                 "speedup"]
+TABLE3_HEADER = ["M", "FA-only", "cuDNN", "A2A store", "A2A CE", "serial", "fused", "cc (fence)", "cc (atomic)",
+                 "E_res", "hiding H", "speedup"]
 PREDICTION_HEADER = ["M", "fused", "fused CF", "fused DES", "E_res", "E_res CF", "E_res DES", "issue floor",
                      "cc", "cc CF", "cc DES"]

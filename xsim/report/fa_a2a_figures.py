@@ -41,6 +41,10 @@ def fig11(s: Series, platform_name: str) -> go.Figure:
             if any(math.isfinite(y) for y in ys):
                 fig.add_trace(go.Scatter(x=m, y=ys, mode="lines", line=dict(dash=dash, color=color),
                                          name=f"predicted {name} ({model})"))
+    atomic = [_pct(p.get("cc-atomic") - p.get("fa-only"), t) for p, t in zip(pts, fa)]
+    if any(math.isfinite(y) for y in atomic):
+        fig.add_trace(go.Scatter(x=m, y=atomic, mode="markers", marker=dict(size=7, color="#d62728", symbol="diamond-open"),
+                                 name="measured cc E_cc (release atomic)"))
     m_ub = s.summary.get("m_ub_star_predicted")
     if m_ub:
         fig.add_vline(x=m_ub, line=dict(color="black", dash="dashdot"), annotation_text="M_ub* predicted")
