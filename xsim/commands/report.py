@@ -22,12 +22,13 @@ def add_parser(sub):
     return p
 
 
-def _records(args):
+def _records(args, platform):
+    """The records given, or the shipped records of the platform reported on."""
     from calibration.records import RecordError, load_records, load_shipped_records
 
-    rs = load_records(args.records) if args.records else load_shipped_records()
+    rs = load_records(args.records) if args.records else load_shipped_records(platform=platform.name)
     if rs is None:
-        raise RecordError("no records given and none shipped in calibration/records/")
+        raise RecordError(f"no records given and none shipped for platform {platform.name!r} in calibration/records/")
     return rs
 
 
@@ -74,7 +75,8 @@ def run(args) -> int:
         from xsim.commands import report_fa_a2a
 
         return report_fa_a2a.run(args)
-    rs = _records(args)
+    platform = platform_from_args(args)
+    rs = _records(args, platform)
     wanted = EXPERIMENTS if args.experiment == "all" else (args.experiment,)
     present = set(rs.experiments)
     if args.experiment != "all" and args.experiment not in present:
@@ -89,7 +91,7 @@ def run(args) -> int:
             continue
         from xsim.report import micro
 
-        rep = micro.build(rs, platform_from_args(args), des=not args.no_des)
+        rep = micro.build(rs, platform, des=not args.no_des)
         document["experiments"]["micro"] = rep.summary
         document.update({k: rep.summary[k] for k in HEADLINE_KEYS})
         if args.output:

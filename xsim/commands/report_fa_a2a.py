@@ -1,8 +1,8 @@
 """``xsim report --experiment fa-a2a``: Table 3 and Fig. 11 for our hardware, targets pass/fail.
 
-Records: ``--records`` files, else the shipped ``calibration/records/*-fa-a2a.jsonl`` (read on
-their own: other experiments' records may come from another machine). Platform: ``--platform``,
-else the shipped profile the records file is named after (``P-fa-a2a.jsonl`` -> ``P``).
+Records: ``--records`` files, else the shipped ``calibration/records/P-fa-a2a*.jsonl`` of one
+platform P (``--platform P``, or the only P that has them). Platform: ``--platform``, else the
+shipped profile the records file is named after (``P-fa-a2a.jsonl`` -> ``P``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,12 @@ from pathlib import Path
 
 from xsim.commands.common import platform_from_args, print_json, print_table
 
-SUFFIX = "-fa-a2a.jsonl"
+TAG = "-fa-a2a"
+
+
+def _platform_of(file_name: str) -> str:
+    """``P-fa-a2a[-...].jsonl`` -> ``P`` (the shipped records' naming)."""
+    return file_name.split(TAG)[0]
 
 
 def _records(args):
@@ -21,7 +26,12 @@ def _records(args):
         rs = load_records(args.records)
         names = [Path(p).name for p in args.records]
     else:
-        files = [e for e in shipped_record_files() if e.name.endswith(SUFFIX)]
+        files = [e for e in shipped_record_files() if e.name.endswith(".jsonl") and TAG in e.name]
+        platforms = sorted({_platform_of(e.name) for e in files})
+        if args.platform in platforms:
+            files = [e for e in files if _platform_of(e.name) == args.platform]
+        elif len(platforms) > 1:
+            raise RecordError(f"fa-a2a records ship for {', '.join(platforms)}: give --platform or --records")
         if not files:
             raise RecordError("no fa-a2a records exist yet: nothing to compare (run xsim bench fa-a2a first)")
         rs = parse_texts([(e.name, e.read_bytes()) for e in files])
@@ -35,8 +45,7 @@ def _platform(args, names):
     if args.platform is None:
         from xsim.platform import shipped_platforms
 
-        shipped = shipped_platforms()
-        named = [n[: -len(SUFFIX)] for n in names if n.endswith(SUFFIX) and n[: -len(SUFFIX)] in shipped]
+        named = [_platform_of(n) for n in names if TAG in n and _platform_of(n) in shipped_platforms()]
         if named:
             args.platform = named[0]
     return platform_from_args(args)
