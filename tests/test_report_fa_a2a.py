@@ -111,3 +111,18 @@ def test_measured_threshold_is_where_the_residual_stays_at_the_floor():
     pts[-1] = _point(16384, 40.0, 10.0)           # the largest point above the floor: no threshold
     assert measured_threshold(pts) is None
     assert math.isnan(_point(1024, 1.0, math.nan).floor_us)
+
+
+def test_records_without_fa_a2a_are_exit_2(capsys):
+    assert main(["report", "--experiment", "fa-a2a", "--records", "calibration/records/h200-nvlink-x2-micro.jsonl"]) == 2
+    err = capsys.readouterr().err
+    assert "no fa-a2a records" in err and err.count("\n") == 1
+
+
+def test_shipped_records_rebuild_the_report_in_one_command(capsys):
+    """The committed GPU records and the shipped host profile, no options: every headline key."""
+    doc = _json(capsys, "report", "--experiment", "fa-a2a", "--no-des", "--json")
+    rep = doc["experiments"]["fa-a2a"]
+    assert rep["platform"] == "h200-pcie-host" and rep["n_points"] >= 10
+    assert all(doc[k] is not None for k in HEADLINE_KEYS if k != "m_ub_star_measured")
+    assert len(rep["targets"]) == 6
