@@ -83,7 +83,8 @@ def case(platform_name: str, sp: int, qloop: QLoop, source: str) -> dict:
                        "fused_over_fa_cf": 1 + cf.e_res_us / cf.t_fa_model_us,
                        "fused_over_fa_des": 1 + e_res_des / cf.t_fa_model_us,
                        "cc_over_fa_cf": 1 + cf.e_cc_us / cf.t_fa_model_us})
-    head = predict(AttentionShape(seq_len=SEQ_LENS[-1], sp=sp, producers=platform.sms, **SHAPE), qloop, platform, "peer")
+    head = predict(AttentionShape(seq_len=SEQ_LENS[-1], sp=sp, producers=platform.sms, **SHAPE), qloop, platform,
+                   "peer")
     return {"platform": platform_name, "platform_status": platform.status, "sp": sp, "destination": "peer",
             "drain_rate_gbps": head.drain_rate_gbps, "t_iss0_us": head.t_iss0_us, "capacity_bytes": head.capacity_bytes,
             "g_star_us": head.g_star_us, "m_ub_star_tokens": head.m_ub_star_tokens,

@@ -28,7 +28,8 @@ def _stats(rng, value_us: float, noise: float, n: int = 20) -> dict:
 
 
 def _des_us(params: dict, platform) -> float:
-    return fa_a2a.summarize(simulate(fa_a2a.build(params, platform), engine="fast", trace=False), params)["kernel_us"]["mean"]
+    result = simulate(fa_a2a.build(params, platform), engine="fast", trace=False)
+    return fa_a2a.summarize(result, params)["kernel_us"]["mean"]
 
 
 def generate(platform, seq_lens, *, heads=16, batch=1, sp=4, head_dim=128, producers=16, block_m=128, block_n=128,

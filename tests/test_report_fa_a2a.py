@@ -47,7 +47,8 @@ def test_json_contract_and_targets(files, capsys):
     assert doc["fa_vs_cudnn_min"] == pytest.approx(0.9, rel=0.01)
     assert doc["speedup_max"] > 1.0
     fit = rep["series"][0]["qloop_fit"]
-    assert fit["sigma_us_per_kv_tile"] == pytest.approx(0.5, rel=0.01) and fit["fixed_us"] == pytest.approx(3.0, abs=0.3)
+    assert fit["sigma_us_per_kv_tile"] == pytest.approx(0.5, rel=0.01)
+    assert fit["fixed_us"] == pytest.approx(3.0, abs=0.3)
     assert 1024 < doc["m_ub_star_predicted"] < 32768
     assert doc["m_ub_star_measured"] in SEQ_LENS
     names = [t["target"] for t in rep["targets"]]
@@ -114,7 +115,8 @@ def test_measured_threshold_is_where_the_residual_stays_at_the_floor():
 
 
 def test_records_without_fa_a2a_are_exit_2(capsys):
-    assert main(["report", "--experiment", "fa-a2a", "--records", "calibration/records/h200-nvlink-x2-micro.jsonl"]) == 2
+    micro = "calibration/records/h200-nvlink-x2-micro.jsonl"
+    assert main(["report", "--experiment", "fa-a2a", "--records", micro]) == 2
     err = capsys.readouterr().err
     assert "no fa-a2a records" in err and err.count("\n") == 1
 

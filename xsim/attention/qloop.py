@@ -55,7 +55,8 @@ def fit_qloop(seq_lens, qloop_us, block_n: int) -> QLoop:
     keep = np.isfinite(y) & (y > 0)
     m, y = m[keep], y[keep]
     if len(set(m.tolist())) < 2:
-        raise ValueError(f"fitting the Q-loop needs FA-only Q-loop times at >= 2 sequence lengths, got {len(set(m.tolist()))}")
+        raise ValueError("fitting the Q-loop needs FA-only Q-loop times at >= 2 sequence lengths, "
+                         f"got {len(set(m.tolist()))}")
     x = np.array([kv_tiles(int(v), block_n) for v in m], dtype=float)
     design = np.column_stack([x, np.ones_like(x)])
     (sigma, fixed), *_ = np.linalg.lstsq(design / y[:, None], np.ones_like(y), rcond=None)

@@ -70,7 +70,8 @@ def _print(rep) -> None:
     from xsim.report.fa_a2a import HEADLINE_KEYS, PREDICTION_HEADER, TABLE3_HEADER, prediction_rows, table3_rows
 
     for s in rep.series:
-        where = "on {}: d={head_dim} b_m={block_m} b_n={block_n} N={sp} {destination}".format(rep.platform.name, **s.key)
+        where = "on {}: d={head_dim} b_m={block_m} b_n={block_n} N={sp} {destination}".format(
+            rep.platform.name, **s.key)
         _wide_table(f"Table 3 {where} (us, medians)", table3_rows(s), TABLE3_HEADER)
         _wide_table(f"measured vs predicted {where} (us)", prediction_rows(s), PREDICTION_HEADER)
     s = rep.summary

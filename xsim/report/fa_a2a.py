@@ -199,7 +199,8 @@ def summarize_series(s: Series, models: list[str]) -> dict:
     for model in models:
         have = [p for p in pts if model in p.predicted]
         errors[model] = {
-            "fused_time_mape": mape_percent([p.predicted[model]["fused_us"] for p in have], [p.get("fused") for p in have]),
+            "fused_time_mape": mape_percent([p.predicted[model]["fused_us"] for p in have],
+                                            [p.get("fused") for p in have]),
             "cc_time_mape": mape_percent([p.predicted[model]["cc_us"] for p in have], [p.get("cc") for p in have]),
             "fused_vs_cc_prediction_mape": mape_percent([p.predicted[model]["cc_us"] for p in have],
                                                         [p.get("fused") for p in have]),

@@ -43,7 +43,8 @@ def fig11(s: Series, platform_name: str) -> go.Figure:
                                          name=f"predicted {name} ({model})"))
     atomic = [_pct(p.get("cc-atomic") - p.get("fa-only"), t) for p, t in zip(pts, fa)]
     if any(math.isfinite(y) for y in atomic):
-        fig.add_trace(go.Scatter(x=m, y=atomic, mode="markers", marker=dict(size=7, color="#d62728", symbol="diamond-open"),
+        fig.add_trace(go.Scatter(x=m, y=atomic, mode="markers",
+                                 marker=dict(size=7, color="#d62728", symbol="diamond-open"),
                                  name="measured cc E_cc (release atomic)"))
     m_ub = s.summary.get("m_ub_star_predicted")
     if m_ub:
