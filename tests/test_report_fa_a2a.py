@@ -128,3 +128,9 @@ def test_shipped_records_rebuild_the_report_in_one_command(capsys):
     assert rep["platform"] == "h200-pcie-host" and rep["n_points"] >= 10
     assert all(doc[k] is not None for k in HEADLINE_KEYS if k != "m_ub_star_measured")
     assert len(rep["targets"]) == 6
+
+
+def test_hiding_ratio_eq21():
+    p = Point(1024, None, {"fa-only": 100.0, "fused": 110.0, "serial": 200.0})
+    assert p.hiding == pytest.approx(0.9) and p.speedup == pytest.approx(200 / 110)
+    assert math.isnan(Point(1024, None, {"fa-only": 100.0, "fused": 110.0, "serial": 99.0}).hiding)

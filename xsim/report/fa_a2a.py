@@ -72,8 +72,9 @@ class Point:
 
     @property
     def hiding(self) -> float:
-        """Eq. 21: H = 1 - (T_fused - T_FA) / (T_serial - T_FA)."""
-        return 1.0 - self.e_res_us / (self.get("serial") - self.get("fa-only"))
+        """Eq. 21: H = 1 - (T_fused - T_FA) / (T_serial - T_FA) (NaN if serial is not slower)."""
+        exposed = self.get("serial") - self.get("fa-only")
+        return 1.0 - self.e_res_us / exposed if exposed > 0 else math.nan
 
     @property
     def speedup(self) -> float:
