@@ -187,6 +187,12 @@ def measured_threshold(points: list[Point]) -> float | None:
     return found
 
 
+def _mae(predicted, measured) -> float | None:
+    """Mean absolute error of the residuals in microseconds (time MAPEs hide them at long M)."""
+    pairs = [(a, b) for a, b in zip(predicted, measured) if math.isfinite(a) and math.isfinite(b)]
+    return float(np.mean([abs(a - b) for a, b in pairs])) if pairs else None
+
+
 def _extreme(values, fn):
     vals = [v for v in values if math.isfinite(v)]
     return float(fn(vals)) if vals else None
@@ -203,6 +209,8 @@ def summarize_series(s: Series, models: list[str]) -> dict:
             "fused_time_mape": mape_percent([p.predicted[model]["fused_us"] for p in have],
                                             [p.get("fused") for p in have]),
             "cc_time_mape": mape_percent([p.predicted[model]["cc_us"] for p in have], [p.get("cc") for p in have]),
+            "e_res_mae_us": _mae([p.predicted[model]["e_res_us"] for p in have], [p.e_res_us for p in have]),
+            "e_cc_mae_us": _mae([p.predicted[model]["e_cc_us"] for p in have], [p.e_cc_us for p in have]),
             "fused_vs_cc_prediction_mape": mape_percent([p.predicted[model]["cc_us"] for p in have],
                                                         [p.get("fused") for p in have]),
             "n_fused": sum(math.isfinite(p.get("fused")) for p in have),
@@ -218,7 +226,7 @@ def summarize_series(s: Series, models: list[str]) -> dict:
         "n_above_threshold": len(above),
         "fused_over_cc_measured": _extreme([p.get("fused") / p.get("cc") for p in pts], np.median),
         "fa_vs_cudnn_min": _extreme([p.fa_vs_cudnn for p in pts], min) if s.key["head_dim"] == 128 else None,
-        "errors_percent": errors,
+        "errors": errors,               # MAPEs in percent, MAEs in us
     }
 
 
@@ -268,7 +276,7 @@ def build(rs: RecordSet, platform: Platform, engine: str | None = None) -> FaA2a
                "des_engine": engine, "n_points": sum(len(s.points) for s in series)}
     if head is not None:
         h = head.summary
-        errs = h["errors_percent"][headline_model]
+        errs = h["errors"][headline_model]
         summary.update({k: h[k] for k in ("speedup_max", "m_ub_star_predicted", "m_ub_star_measured",
                                           "fused_over_fa_above_threshold", "hiding_min_above_threshold")})
         summary.update(fused_time_mape=errs["fused_time_mape"], cc_time_mape=errs["cc_time_mape"],

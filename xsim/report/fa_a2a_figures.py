@@ -19,16 +19,21 @@ from xsim.report.fa_a2a import (DVFS_BAND, PREDICTION_HEADER, TABLE3_HEADER, FaA
 STYLE = {"closed-form": "solid", "des": "dash"}
 
 
-def _pct(value: float, t_fa: float) -> float:
-    return 100.0 * value / t_fa if math.isfinite(value) and t_fa > 0 else math.nan
-
-
-def fig11(s: Series, platform_name: str) -> go.Figure:
+def fig11(s: Series, platform_name: str, relative: bool = True) -> go.Figure:
+    """E_res and E_cc against M: over T_FA in percent (the paper's Fig. 11), or in microseconds
+    (``relative=False``: the slope test, flat at the floor for X-Stage, growing for cc)."""
     pts = [p for p in s.points if math.isfinite(p.get("fa-only"))]
     m = [p.seq_len for p in pts]
     fa = [p.get("fa-only") for p in pts]
+
+    def _pct(value: float, t_fa: float) -> float:
+        if not (math.isfinite(value) and t_fa > 0):
+            return math.nan
+        return 100.0 * value / t_fa if relative else value
+
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=m + m[::-1], y=[100 * DVFS_BAND] * len(m) + [-100 * DVFS_BAND] * len(m),
+    band = [DVFS_BAND * (100.0 if relative else t) for t in fa]
+    fig.add_trace(go.Scatter(x=m + m[::-1], y=band + [-b for b in band[::-1]],
                              mode="lines", fill="toself", fillcolor="rgba(31,119,180,0.12)", line=dict(width=0),
                              name="+-2 % DVFS band"))
     fig.add_trace(go.Scatter(x=m, y=[_pct(p.floor_us, t) for p, t in zip(pts, fa)], mode="lines",
@@ -53,17 +58,22 @@ def fig11(s: Series, platform_name: str) -> go.Figure:
     if meas:
         fig.add_vline(x=meas, line=dict(color="green", dash="dot"), annotation_text="measured threshold")
     k = s.key
-    fig.update_layout(title=f"Fig. 11 on {platform_name}: residual over FA-only time (d={k['head_dim']}, "
+    what = "residual over FA-only time" if relative else "residual (us)"
+    fig.update_layout(title=f"Fig. 11 on {platform_name}: {what} (d={k['head_dim']}, "
                             f"b_m={k['block_m']}, N={k['sp']}, {k['destination']})",
-                      xaxis_title="sequence length M (tokens)", yaxis_title="E / T_FA (%)",
+                      xaxis_title="sequence length M (tokens)", yaxis_title="E / T_FA (%)" if relative else "E (us)",
                       template="plotly_white", width=900, height=560, legend=dict(font=dict(size=10)))
     fig.update_xaxes(type="log")
     return fig
 
 
 def figures(rep: FaA2aReport) -> dict[str, go.Figure]:
-    return {f"fig11-d{s.key['head_dim']}-n{s.key['sp']}-{s.key['destination']}": fig11(s, rep.platform.name)
-            for s in rep.series}
+    out = {}
+    for s in rep.series:
+        name = f"fig11-d{s.key['head_dim']}-bm{s.key['block_m']}-n{s.key['sp']}-{s.key['destination']}"
+        out[name] = fig11(s, rep.platform.name)
+        out[f"{name}-us"] = fig11(s, rep.platform.name, relative=False)
+    return out
 
 
 def write_html(rep: FaA2aReport, output: Path) -> tuple[list[str], str | None]:
