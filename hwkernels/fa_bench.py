@@ -53,6 +53,8 @@ def parse_args(argv=None):
     ap.add_argument("--programs", type=int, default=0, help="persistent CTAs (0: SM count)")
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--table-from", default="", metavar="RECORDS.jsonl",
+                    help="print the tables of an existing records file and exit (no GPU)")
     return ap.parse_args(argv)
 
 
@@ -63,23 +65,9 @@ def shapes(args) -> list[FAShape]:
                     block_n=args.block_n) for m in ms]
 
 
-def _harness():
-    try:
-        from . import harness
-        return harness.measure, harness.capture_graph, harness.graph_replay_us
-    except ImportError:  # until hwkernels.harness lands in main: the same signatures
-        from . import fa_harness_local as local
-        return local.measure, local.capture_graph, local.graph_replay_us
-
-
 def _host_view(nbytes: int, device):
-    try:
-        from .destination import host_buffer
-        return host_buffer(nbytes, device)
-    except Exception as exc:  # noqa: BLE001 - not in this checkout, or failed here
-        print(f"destination.host_buffer unavailable ({type(exc).__name__}: {exc}); "
-              "using fa_harness_local.host_buffer", file=sys.stderr)
-    from .fa_harness_local import host_buffer
+    from .destination import host_buffer
+
     return host_buffer(nbytes, device)
 
 
@@ -97,7 +85,8 @@ def measure_variant(case: Case, variant: str, repeats: int, instrument: bool = T
     """harness.measure over graph replays of one variant: (Measurement, replays, graphed)."""
     import torch
 
-    measure, capture_graph, graph_replay_us = _harness()
+    from .harness import capture_graph, graph_replay_us, measure
+
     ring = case.ring(variant)
     try:
         graph = capture_graph(ring)
@@ -153,12 +142,8 @@ def params_of(case: Case, variant: str, replays: int, graph: bool, target: str) 
 
 def _platform(sm_clock_mhz: float, target: str) -> dict:
     from .platform_info import platform
-    try:
-        return platform(1, sm_clock_mhz, 0, destination=target)
-    except TypeError:                 # before platform_info takes a destination
-        p = platform(1, sm_clock_mhz, 0)
-        p.update(destination=target, link="host PCIe" if target == "host" else p["link"])
-        return p
+
+    return platform(1, sm_clock_mhz, 0, destination=target)
 
 
 def smi_clock_mhz() -> float:
@@ -189,6 +174,40 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def rows_from_records(path) -> tuple[list[dict], list[tuple]]:
+    """(summary rows, per-tile rows) from a records file, for `table` and `tile_table`."""
+    import json
+
+    by_m: dict = {}
+    for line in open(path):
+        if not line.strip():
+            continue
+        r = json.loads(line)
+        if r.get("experiment") != "fa-a2a" or not r["check"]["ok"]:
+            continue
+        p = r["params"]
+        by_m.setdefault(p["seq_len"], {})[p.get("variant", r["kind"])] = r["stats"]
+    rows = [{"M": m, "t": {v: st["kernel_us"]["median"] for v, st in d.items()}}
+            for m, d in sorted(by_m.items())]
+
+    def q(d, v, k, key="median"):
+        return d.get(v, {}).get(k, {}).get(key, math.nan)
+    tiles = [(m, q(d, "fa-only", "qloop_us"), q(d, "fused", "qloop_us"), q(d, "cc-asm", "qloop_us"),
+              q(d, "fa-only", "issue_span_us"), q(d, "fused", "issue_span_us"),
+              q(d, "fused", "issue_span_us", "p90"), q(d, "fused", "issue_span_us", "max"),
+              q(d, "cc-asm", "issue_span_us"), q(d, "cc-atomic", "issue_span_us"))
+             for m, d in sorted(by_m.items())]
+    return rows, tiles
+
+
+def tile_table(tiles: list[tuple]) -> str:
+    head = ("M", "qloop_FA", "qloop_fus", "qloop_cc", "span_FA", "span_fus", "fus_p90",
+            "fus_max", "span_ccA", "span_ccR")
+    lines = ["  ".join(f"{h:>9}" for h in head)]
+    lines += ["  ".join(f"{v:>9}" if i == 0 else f"{v:>9.2f}" for i, v in enumerate(t)) for t in tiles]
+    return "\n".join(lines)
+
+
 def fit_qloop(points: list[tuple[int, float]], block_n: int) -> tuple[float, float] | None:
     """Least-squares G_Qloop = fixed + sigma * M / b_n over (M, median Q-loop us) points."""
     if len(points) < 2:
@@ -203,14 +222,21 @@ def main(argv=None) -> int:
     import torch
 
     args = parse_args(argv)
+    if args.table_from:
+        rows, tiles = rows_from_records(args.table_from)
+        print(table(rows))
+        print(tile_table(tiles))
+        return 0
     if args.config:
         import json
 
         with open(args.config) as f:
             args.block_m, args.block_n, args.num_warps, args.num_stages, args.tma = json.load(f)["best"]
-    if args.target == "peer":
-        raise SystemExit("fa_bench: --target peer (symmetric memory over N GPUs) is not "
-                         "implemented yet; use --target host")
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if args.target == "peer" or world != 1:
+        print("fa_bench: only --target host with one process is implemented (rank 0 of N "
+              "virtual owners on one GPU); use --target host --nproc 1", file=sys.stderr)
+        return 2
     try:
         cases = shapes(args)
         cfg = KernelConfig(args.num_warps, args.num_stages, args.tma)
@@ -237,8 +263,7 @@ def main(argv=None) -> int:
                       f"{str(exc)[:300]}", flush=True)
                 all_ok = False
                 continue
-            st = m.stats_dicts() if hasattr(m, "stats_dicts") else (
-                None if m.stats is None else {k: s.to_dict() for k, s in m.stats.items()})
+            st = m.stats_dicts()
             if m.ok and "clock_mhz" in m.samples:
                 stamp_mhz = float(np.median(m.samples["clock_mhz"]))
             mhz = stamp_mhz or smi_clock_mhz()

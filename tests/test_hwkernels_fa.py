@@ -113,6 +113,18 @@ def test_runner_bad_shape_exits_2(capsys):
     assert len(err) == 1 and '"heads" (30) must be divisible by "sp" N (4)' in err[0]
 
 
+@pytest.mark.parametrize("argv,env", [(["--target", "peer"], {}), ([], {"WORLD_SIZE": "2"})])
+def test_runner_peer_or_several_processes_exit_2(argv, env, capsys, monkeypatch):
+    pytest.importorskip("torch")
+    from hwkernels import fa_bench
+
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    assert fa_bench.main(["--out", "/nonexistent/x.jsonl", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "only --target host with one process" in err[0]
+
+
 def test_tile_times_from_synthetic_stamps():
     from hwkernels.fa_variants import tile_times
 
@@ -153,3 +165,49 @@ def test_launch_table_names_the_runner():
     from hwkernels.launch import EXPERIMENTS
 
     assert EXPERIMENTS["fa-a2a"] == "hwkernels.fa_bench"
+
+
+def test_tables_from_records_file(tmp_path):
+    from hwkernels import records
+    from hwkernels.fa_bench import rows_from_records, table, tile_table
+
+    def stats(x):
+        return {"mean": x, "median": x, "p10": x, "p90": x, "min": x, "max": x, "n": 1}
+    path = tmp_path / "r.jsonl"
+    times = {"fa-only": 100.0, "serial": 150.0, "fused": 110.0, "sdpa-cudnn": 90.0}
+    for variant, t in times.items():
+        st = {"kernel_us": stats(t)}
+        if variant in ("fa-only", "fused"):
+            st.update(qloop_us=stats(t / 4), issue_span_us=stats(1.0))
+        rec = records.make_record("fa-a2a", variant, {"seq_len": 1024, "variant": variant}, st,
+                                  {"ok": True, "max_abs_err": 0.0}, {"gpu": "x"}, "c", False)
+        records.append_record(path, rec)
+    bad = records.make_record("fa-a2a", "fused", {"seq_len": 2048, "variant": "fused"},
+                              {"kernel_us": stats(1.0)}, {"ok": False}, {"gpu": "x"}, "c", False)
+    records.append_record(path, bad)   # a failed check is never tabled
+    rows, tiles = rows_from_records(path)
+    assert [r["M"] for r in rows] == [1024] and rows[0]["t"] == times
+    line = table(rows).splitlines()[1].split()
+    assert line[0] == "1024" and line[8:] == ["10.0", "0.800", "1.364", "0.900"]
+    assert tiles[0][:3] == (1024, 25.0, 27.5)
+    assert len(tile_table(tiles).splitlines()) == 2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d,sp,rank,tma", [(128, 4, 2, True), (64, 2, 0, True), (128, 4, 0, False)])
+def test_every_variant_on_the_gpu_receiver_side(d, sp, rank, tma):
+    torch = pytest.importorskip("torch")
+    from hwkernels.destination import host_buffer
+    from hwkernels.fa import FAShape
+    from hwkernels.fa_variants import VARIANTS, Case, KernelConfig
+
+    shape = FAShape(batch=2, heads=8, seq_len=1024, head_dim=d, sp=sp, rank=rank)
+    host = host_buffer(2 * shape.remote_bytes, torch.device("cuda", 0))
+    case = Case(shape, KernelConfig(num_warps=8, num_stages=2, tma=tma), host.cuda, 2, 132)
+    for variant in VARIANTS:
+        case.poison(variant)
+        for slot in range(case.slots):
+            case.enqueue(variant, slot)
+        torch.cuda.synchronize()
+        ok, err = case.check(variant)
+        assert ok, (variant, err)
