@@ -59,7 +59,7 @@ def test_report_html_and_all_experiments(calibrated, capsys, tmp_path):
     assert len(doc["png"]) >= 4 or any("PNG skipped" in n for n in doc["notes"])
 
 
-@pytest.mark.parametrize("experiment", ["moe", "fa-a2a"])
+@pytest.mark.parametrize("experiment", ["moe"])  # fa-a2a records ship: tests/test_report_fa_a2a.py
 def test_report_without_records_for_the_experiment_exits_2(capsys, experiment):
     assert main(["report", "--experiment", experiment]) == 2
     err = capsys.readouterr().err

@@ -70,6 +70,10 @@ def _table(rep) -> None:
 def run(args) -> int:
     from calibration.records import RecordError
 
+    if args.experiment == "fa-a2a":
+        from xsim.commands import report_fa_a2a
+
+        return report_fa_a2a.run(args)
     platform = platform_from_args(args)
     rs = _records(args, platform)
     wanted = EXPERIMENTS if args.experiment == "all" else (args.experiment,)
