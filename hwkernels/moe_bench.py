@@ -54,16 +54,10 @@ class Bench:
     def __init__(self, args):
         import torch
 
-        from .platform_info import platform
-
         self.args, self.device = args, torch.device("cuda", 0)
         props = torch.cuda.get_device_properties(0)
         self.sms = props.multi_processor_count
-        try:
-            self.platform = platform(1, _sm_clock_mhz(), 0, destination=args.target)
-        except TypeError:                        # before the lead's destination argument
-            self.platform = platform(1, _sm_clock_mhz(), 0)
-            self.platform["link"] = "host (PCIe)"
+        self._platform = None
         self.commit = os.environ.get("XSTAGE_COMMIT", "unknown")
         dirty = os.environ.get("XSTAGE_DIRTY")
         self.dirty = None if dirty is None else dirty not in ("0", "false", "False", "")
@@ -74,6 +68,15 @@ class Bench:
     def over_budget(self, share: float = 1.0) -> bool:
         lim = self.args.budget_s
         return lim > 0 and time.time() - self.t0 > share * lim
+
+    @property
+    def platform(self) -> dict:
+        """Read at the first record, after kernels ran (nvidia-smi's clock then is not idle)."""
+        from .platform_info import platform
+
+        if self._platform is None:
+            self._platform = platform(1, _sm_clock_mhz(), 0, destination=self.args.target)
+        return self._platform
 
     def record(self, kind, params, stats, check):
         rec = records.make_record("moe", kind, params, stats, check, self.platform,

@@ -1,11 +1,12 @@
-"""MoE bench configs: a built-in one-GPU list, or scenario TOML files (moesim's catalog).
+"""MoE bench configs: the one-GPU scenario catalog, a built-in list, or scenario TOML files.
 
-    load_configs("")                      -> BUILTIN (until the scenario catalog lands)
-    load_configs("qwen3-bf16-zipf,x.toml")  names from BUILTIN and/or TOML files
+    load_configs("")                        -> xsim.moe.catalog.one_gpu_configs() when that
+                                               module exists (moesim's catalog), else BUILTIN
+    load_configs("moe1-...,qwen3-bf16-zipf,x.toml")  catalog or built-in names, TOML files
 
-A TOML config gives the MoEShape fields, a routing kind, skew and seed, either at the top
-level or in [shape] and [routing] tables (routing.kind); a file may hold several configs as
-[[config]] entries. The built-in shapes are stand-ins with the layer sizes of public
+A TOML config gives the MoEShape fields, a routing kind, skew and seed at the top level, in
+a [params] table (the shipped scenarios' layout), or in [shape] and [routing] tables
+(routing.kind); a file may hold several configs as [[config]] entries. The built-in shapes are stand-ins with the layer sizes of public
 models (hidden, moe intermediate, experts, top-k from their published configs): Qwen3-235B
 (4096, 1536, 128, 8), DeepSeek-V3 (7168, 2048, 256, 8), Mixtral-8x7B (4096, 14336, 8, 2);
 tokens chosen so the balanced case fills 128-row m-blocks (512 rows for Mixtral: the
@@ -52,7 +53,18 @@ def _builtin() -> dict:
 BUILTIN = _builtin()
 
 
+def catalog() -> dict:
+    """The one-GPU scenario catalog by name ({} when xsim.moe.catalog is absent)."""
+    try:
+        from xsim.moe.catalog import one_gpu_configs
+    except ImportError:
+        return {}
+    return {name: Config(name, shape, routing, float(skew), int(seed))
+            for name, shape, routing, skew, seed in one_gpu_configs()}
+
+
 def _from_table(t: dict, default_name: str) -> Config:
+    t = {**t, **t.get("params", {})}
     shape = dict(t.get("shape", {}))
     shape.update({k: t[k] for k in SHAPE_FIELDS if k in t})
     r = t.get("routing", "balanced")
@@ -60,8 +72,9 @@ def _from_table(t: dict, default_name: str) -> Config:
         kind, skew, seed = r.get("kind", "balanced"), r.get("skew", 0.0), r.get("seed", 0)
     else:
         kind, skew, seed = r, t.get("skew", 0.0), t.get("seed", 0)
-    return Config(str(t.get("name", default_name)), MoEShape(**shape), kind, float(skew),
-                  int(seed))
+    return Config(str(t.get("name", default_name)),
+                  MoEShape(**{k: v for k, v in shape.items() if k in SHAPE_FIELDS}), kind,
+                  float(skew), int(seed))
 
 
 def load_toml(path: Path) -> list[Config]:
@@ -75,12 +88,14 @@ def load_toml(path: Path) -> list[Config]:
 
 
 def load_configs(spec: str) -> list[Config]:
+    known = catalog()
     if not spec:
-        return list(BUILTIN.values())
+        return list(known.values()) or list(BUILTIN.values())
+    known = {**BUILTIN, **known}
     out = []
     for item in (s.strip() for s in spec.split(",") if s.strip()):
-        if item in BUILTIN:
-            out.append(BUILTIN[item])
+        if item in known:
+            out.append(known[item])
         elif item.endswith(".toml"):
             out.extend(load_toml(Path(item)))
         else:
