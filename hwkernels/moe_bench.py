@@ -18,7 +18,6 @@ One GPU only for now (ep = 1, --target host); --nproc > 1 stops with a message.
 
 import argparse
 import os
-import weakref
 import sys
 import time
 from dataclasses import replace
@@ -29,8 +28,9 @@ from . import moe, records
 from .moe_catalog import load_configs
 from .stats import summarize
 
-SETTINGS = {"bf16": moe.KernelConfig(block_k=64, num_warps=8, num_stages=4),
-            "fp8": moe.KernelConfig(block_k=128, num_warps=8, num_stages=3)}
+# The picks of --tune on the H200 at 4249002 (calibration/records/logs/h200-pcie-host-moe).
+SETTINGS = {"bf16": moe.KernelConfig(block_k=64, block_k2=128, num_warps=8, num_stages=3),
+            "fp8": moe.KernelConfig(block_k=128, block_k2=128, num_warps=8, num_stages=3)}
 TUNE = {"bf16": [(64, 64, 8, 4), (64, 128, 8, 3)],   # (bk1, bk2, warps, stages)
         "fp8": [(128, 128, 8, 3), (128, 128, 8, 4), (128, 256, 8, 3)]}
 PHASES = ("kernel", "signal", "gemm", "mainloop")
@@ -100,71 +100,22 @@ def _sm_clock_mhz() -> float:
 
 
 def _measure(run, repeats, warmup=1, poison=None, check=None):
-    """hwkernels.harness.measure when it exists, else the same contract here."""
-    try:
-        from .harness import measure
-    except ImportError:
-        measure = None
-    if measure is not None:
-        m = measure(run, repeats=repeats, warmup=warmup, poison=poison, check=check)
-        return m.ok, m.max_abs_err, (None if m.stats is None else
-                                     {k: s.to_dict() for k, s in m.stats.items()})
-    kept, worst = {}, 0.0
-    for i in range(warmup + repeats):
-        if poison is not None:
-            poison()
-        res = run()
-        ok, err = check(res) if check is not None else (True, 0.0)
-        worst = max(worst, float(err))
-        if not ok:
-            return False, worst, None
-        if i >= warmup:
-            for k, v in res.items():
-                kept.setdefault(k, []).append(np.atleast_1d(np.asarray(v, dtype=float)))
-    return True, worst, {k: summarize(np.concatenate(v)).to_dict() for k, v in kept.items()}
+    """hwkernels.harness.measure: (ok, max_abs_err, stats dicts or None)."""
+    from .harness import measure
+
+    m = measure(run, repeats=repeats, warmup=warmup, poison=poison, check=check)
+    return m.ok, m.max_abs_err, m.stats_dicts()
 
 
 def _host_out(shape, device):
-    """A [T, topk, H] bf16 CUDA view of mapped pinned host memory, and its CPU view."""
+    """A [T, topk, H] bf16 CUDA view of mapped pinned host memory, its CPU view, the buffer."""
     import torch
 
-    nbytes = shape.tokens * shape.topk * shape.hidden * 2
-    try:
-        from .destination import host_buffer
-    except ImportError:
-        host_buffer = _local_host_buffer
-    buf = host_buffer(nbytes, device)
+    from .destination import host_buffer
+
+    buf = host_buffer(shape.tokens * shape.topk * shape.hidden * 2, device)
     view = lambda t: t.view(torch.bfloat16).view(shape.tokens, shape.topk, shape.hidden)  # noqa
     return view(buf.cuda), view(buf.cpu), buf
-
-
-class _HostBuffer:
-    """What destination.host_buffer returns: .cuda, .cpu, .ptr (weak-referenceable)."""
-
-    def __init__(self, cuda, cpu, ptr, keep):
-        self.cuda, self.cpu, self.ptr, self._keep = cuda, cpu, ptr, keep
-
-
-def _local_host_buffer(nbytes, device):
-    """Mapped pinned host memory as a CUDA uint8 tensor (UVA: the device address is the host
-    address) and a CPU view; a GPU write read back on the CPU proves the mapping."""
-    import ctypes
-
-    import cupy
-    import torch
-
-    rt = cupy.cuda.runtime
-    ptr = rt.hostAlloc(nbytes, rt.hostAllocMapped | rt.hostAllocPortable)
-    mem = cupy.cuda.UnownedMemory(ptr, nbytes, owner=None, device_id=device.index or 0)
-    arr = cupy.ndarray((nbytes,), dtype=cupy.uint8, memptr=cupy.cuda.MemoryPointer(mem, 0))
-    cpu = torch.from_numpy(np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(ptr)))
-    buf = _HostBuffer(torch.from_dlpack(arr), cpu, int(ptr), arr)
-    weakref.finalize(buf, rt.freeHost, ptr)
-    buf.cuda.fill_(0x5A)
-    torch.cuda.synchronize()
-    if buf.cuda.device.type != "cuda" or not bool((cpu[:: max(nbytes // 4096, 1)] == 0x5A).all()):
-        raise RuntimeError("host buffer: a GPU write did not reach host memory")
-    return buf
 
 
 def _stamp_samples(fused, kernel_us):
@@ -313,6 +264,7 @@ def _mainloop_record(b: Bench, p, path: str, kc, m: int):
     params = {"precision": s.precision, "block_m": s.block_m,
               "block_n": s.block_n1 if kind == 0 else s.block_n2,
               "k_dim": s.hidden if kind == 0 else s.intermediate, "kind": path, "m": m,
+              "hidden": s.hidden, "intermediate": s.intermediate,   # the weights' L2 footprint
               "source": "gemm-only"} | b.cfg_params(s.precision)
     stats = None if not ok else {name: summarize(t.of(kind, name)).to_dict()
                                  for name in ("mainloop_us", "wait_us", "store_us", "signal_us")}
