@@ -1,7 +1,7 @@
 """Runner: the fused MoE kernel per config x schedule on one GPU, one record per point.
 
     python -m hwkernels.moe_bench --out RECORDS.jsonl --target host [--configs A,B|x.toml]
-           [--trials 20] [--phases kernel,signal,gemm,mainloop] [--tune]
+           [--trials 20] [--phases kernel,signal,gemm,mainloop] [--tune] [--suite full|quick]
 
 kernel (kind "kernel"): for each config and both schedules (order rotated per config), the
 destination is poisoned (NaN), the kernel runs, the Combine output is checked against the
@@ -42,6 +42,8 @@ def parse_args(argv=None):
     ap.add_argument("--target", choices=("host", "peer"), default="host")
     ap.add_argument("--configs", default="", help="comma-separated config names or TOML files")
     ap.add_argument("--trials", type=int, default=20)
+    ap.add_argument("--suite", choices=("full", "quick"), default="full",
+                    help="quick: 5 trials, no relaxed-signal runs, GEMMs at m = 4096 only")
     ap.add_argument("--phases", default=",".join(PHASES))
     ap.add_argument("--tune", action="store_true", help="pick block_k/warps/stages on GEMMs")
     ap.add_argument("--gemm-m", default="1024,4096", help="rows of the GEMM comparisons")
@@ -334,6 +336,9 @@ def main(argv=None):
         print("hwkernels.moe_bench: only one GPU with --target host is built (ep = 1)",
               file=sys.stderr)
         return 2
+    if args.suite == "quick":
+        args.trials, args.gemm_m = min(args.trials, 5), "4096"
+        args.phases = ",".join(p for p in args.phases.split(",") if p != "signal")
     phases = {p for p in args.phases.split(",") if p}
     if phases - set(PHASES):
         print(f'"phases" must be among {PHASES}', file=sys.stderr)
