@@ -24,9 +24,12 @@ def add_parser(sub):
 def run(args) -> int:
     platform = platform_from_args(args)
     scenario = load_scenario(args.scenario).with_overrides(args.set)
-    workload = scenario.build(platform)
-    result = simulate(workload, engine=args.engine, trace=True)
-    summary = scenario.summarize(result)
+    if hasattr(scenario.module, "simulate"):   # a builder that runs several workloads (moe: both schedules)
+        result, summary = scenario.simulate(platform, args.engine)
+    else:
+        workload = scenario.build(platform)
+        result = simulate(workload, engine=args.engine, trace=True)
+        summary = scenario.summarize(result)
     document = {"scenario": scenario.name, "platform": platform.name, "engine": args.engine,
                 "params": dict(scenario.params), **summary, "closed_form": scenario.predict(platform)}
     if args.out:
@@ -34,16 +37,24 @@ def run(args) -> int:
     if args.json:
         print_json(document)
         return 0
-    rows = []
-    for key, value in summary.items():
-        if isinstance(value, dict):
-            rows.append([key, value["mean"], value["median"], value["p10"], value["p90"], value["n"]])
-        else:
-            rows.append([key, value, "", "", "", ""])
+    rows = _rows(summary)
     print_table(f"{scenario.name} on {platform.name} ({args.engine} engine)", rows,
                 ["quantity", "mean", "median", "p10", "p90", "n"])
     print_table("closed form", list(document["closed_form"].items()))
     return 0
+
+
+def _rows(summary: dict, prefix: str = "") -> list:
+    """Table rows: a statistic per line, nested sections (moe: per schedule) as prefixes."""
+    rows = []
+    for key, value in summary.items():
+        if isinstance(value, dict) and "median" in value:
+            rows.append([prefix + key, value["mean"], value["median"], value["p10"], value["p90"], value["n"]])
+        elif isinstance(value, dict):
+            rows += _rows(value, f"{prefix}{key}.")
+        else:
+            rows.append([prefix + key, value, "", "", "", ""])
+    return rows
 
 
 def write_outputs(out: Path, result, document: dict) -> None:

@@ -7,7 +7,9 @@
   permutation, so every expert gets exactly the same rows when ``tokens * ep * topk`` is a
   multiple of ``experts`` (and at most one row more otherwise).
 - ``zipf``: expert popularity ``p_e ~ 1 / rank_e ** skew`` over a seeded ranking of the
-  experts; each token draws ``topk`` distinct experts with probabilities ``p`` (Gumbel top-k).
+  experts; each token draws ``topk`` experts i.i.d. from ``p``, and a token that drew one
+  expert twice draws all again (k distinct experts, conditioned on being distinct; after 64
+  redraws, which only happens when topk is close to the expert count, Gumbel top-k).
 - ``hot``: one seeded hot expert is among each token's choices with probability ``skew``
   (0 < skew <= 1, its share of tokens); every other choice is uniform over the other experts.
 
@@ -23,7 +25,7 @@ import numpy as np
 from xsim.moe.shapes import MoEShape
 
 ROUTINGS = ("balanced", "zipf", "hot")
-_CHUNK_TOKENS = 8192
+_MAX_REDRAWS = 64
 
 
 @dataclass(frozen=True, eq=False)
@@ -72,15 +74,22 @@ def _zipf_weights(e: int, skew: float, rng) -> np.ndarray:
 
 
 def _weighted(n: int, k: int, p: np.ndarray, rng) -> np.ndarray:
-    """k distinct draws per token with probabilities p (Gumbel top-k), in chunks of tokens."""
-    log_p = np.log(p)
+    """k distinct experts per token: k i.i.d. draws from p, a token with a repeat drawn again."""
+    cdf = np.cumsum(p)
+    cdf /= cdf[-1]
     out = np.empty((n, k), dtype=np.int64)
-    for lo in range(0, n, _CHUNK_TOKENS):
-        hi = min(n, lo + _CHUNK_TOKENS)
-        keys = log_p[None, :] + rng.gumbel(size=(hi - lo, len(p)))
-        top = np.argpartition(-keys, k - 1, axis=1)[:, :k]
-        order = np.argsort(-np.take_along_axis(keys, top, axis=1), axis=1)
-        out[lo:hi] = np.take_along_axis(top, order, axis=1)
+    todo = np.arange(n)
+    for _ in range(_MAX_REDRAWS):
+        draw = np.minimum(np.searchsorted(cdf, rng.random((len(todo), k)), side="right"), len(p) - 1)
+        srt = np.sort(draw, axis=1)
+        ok = np.all(srt[:, 1:] != srt[:, :-1], axis=1)
+        out[todo[ok]] = draw[ok]
+        todo = todo[~ok]
+        if todo.size == 0:
+            return out
+    # tokens that still repeat (topk close to the expert count): k distinct by Gumbel top-k
+    keys = np.log(np.maximum(p, 1e-300))[None, :] + rng.gumbel(size=(len(todo), len(p)))
+    out[todo] = np.argpartition(-keys, k - 1, axis=1)[:, :k]
     return out
 
 
@@ -88,7 +97,7 @@ def _hot(n: int, e: int, k: int, share: float, rng) -> np.ndarray:
     hot = int(rng.integers(e))
     p = np.full(e, 1.0 / (e - 1) if e > 1 else 1.0)
     p[hot] = 0.0 if e > 1 else 1.0
-    ids = _weighted(n, k, np.maximum(p, 1e-300), rng) if e > 1 else np.zeros((n, k), np.int64)
+    ids = _weighted(n, k, p, rng) if e > 1 else np.zeros((n, k), np.int64)
     takes_hot = rng.random(n) < share
     slot = rng.integers(k, size=n)
     rows = np.nonzero(takes_hot & ~(ids == hot).any(axis=1))[0]

@@ -1,0 +1,136 @@
+"""A MegaMoE layer (paper Secs. 4.2, 5.2) as the tile streams its fused kernel runs.
+
+The scheduler (:mod:`xsim.moe.schedule`) emits the very tile table the kernel executes; the
+table becomes a workload (:mod:`xsim.moe.des_workload`) whose mainloop times come from the
+compute model (:mod:`xsim.moe.compute`: measured records, else a roofline). ``schedule =
+both`` simulates the expert-wave and the interleaved tables and reports the speedup
+(:func:`simulate`); ``predict`` gives the closed forms (eqs. 12-16) for the same config.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from xsim.closedform.megamoe import schedule_spans
+from xsim.moe import metrics
+from xsim.moe.compute import mainloop_model
+from xsim.moe.des_workload import RELEASES, mblock_remote_rows, tile_workload
+from xsim.moe.layout import expert_layout
+from xsim.moe.routing import ROUTINGS, route
+from xsim.moe.schedule import d_knee, default_lead, experts_per_wave, schedule_table
+from xsim.moe.shapes import PRECISIONS, MoEShape
+from xsim.params import Param
+from xsim.platform import Platform
+
+PARAMS = {
+    "hidden": Param("int", 2048, "model hidden size", minimum=1),
+    "intermediate": Param("int", 768, "expert intermediate size (moe_intermediate_size)", minimum=1),
+    "experts": Param("int", 128, "routed experts (all ranks)", minimum=1),
+    "topk": Param("int", 8, "experts per token", minimum=1),
+    "tokens": Param("int", 4096, "tokens per rank", minimum=1),
+    "ep": Param("int", 1, "expert-parallel ranks", minimum=1),
+    "precision": Param("str", "bf16", "bf16, or fp8 e4m3 weights and activations (W8A8)", choices=PRECISIONS),
+    "block_m": Param("int", 128, "rows per m-block", minimum=1),
+    "block_n1": Param("int", 128, "intermediate columns per Linear-1 tile (gate and up)", minimum=1),
+    "block_n2": Param("int", 128, "hidden columns per Linear-2 tile", minimum=1),
+    "routing": Param("str", "balanced", "token routing", choices=ROUTINGS),
+    "skew": Param("float", 1.2, "zipf exponent, or the hot expert's share of tokens", minimum=0),
+    "seed": Param("int", 0, "routing seed", minimum=0),
+    "schedule": Param("str", "both", "which tile table", choices=("wave", "interleaved", "both")),
+    "lead": Param("float", -1.0, "Algorithm 1's lead D in rows (< 0: ceil(D_knee), at least 1)"),
+    "n_streams": Param("int", 0, "persistent CTAs (0: one per SM of the platform)", minimum=0),
+    "staging_depth": Param("int", 0, "staging slots S (0: the compute role issues its own stores)", minimum=0),
+    "l1_release": Param("str", "drain", "when an L1 tile's l2_full signal takes effect", choices=RELEASES),
+    "compute": Param("str", "auto", "mainloop times: measured records if any, else roofline",
+                     choices=("auto", "roofline")),
+    "mainloop_records": Param("str", "", "moe records file (default: calibration/records/<platform>-moe.jsonl)"),
+    "tile_fixed_us": Param("us", 0.0, "roofline's fixed per-tile cost", minimum=0),
+    "l2_epilogue_us": Param("us", 0.0, "fixed epilogue time before a Linear-2 tile's first store", minimum=0),
+    "kernel_overhead_us": Param("us", 0.0, "fixed kernel time outside the tiles (launch, Dispatch)", minimum=0),
+}
+
+
+class Config:
+    """Everything a MoE run derives from its params once: shape, layout, compute times."""
+
+    def __init__(self, params: dict, platform: Platform):
+        self.params, self.platform = params, platform
+        self.shape = MoEShape(hidden=params["hidden"], intermediate=params["intermediate"],
+                              experts=params["experts"], topk=params["topk"], tokens=params["tokens"],
+                              ep=params["ep"], precision=params["precision"], block_m=params["block_m"],
+                              block_n1=params["block_n1"], block_n2=params["block_n2"])
+        self.routing = route(self.shape, params["routing"], params["skew"], params["seed"])
+        self.layout = expert_layout(self.shape, self.routing, rank=0)
+        self.n_streams = params["n_streams"] or platform.sms
+        self.lead = default_lead(self.shape, self.n_streams) if params["lead"] < 0 else params["lead"]
+        self.model = mainloop_model(platform.name, platform.sms, params["mainloop_records"],
+                                    use_records=params["compute"] == "auto", fixed_us=params["tile_fixed_us"])
+        used = self.layout.rows_per_expert > 0
+        reuse = float(np.mean(np.diff(self.layout.expert_mblock)[used])) if used.any() else 1.0
+        self.t_l1_us = self.model.l1_us(self.shape, reuse)
+        self.t_l2_us = self.model.l2_us(self.shape, reuse)
+
+    def table(self, schedule: str):
+        table = schedule_table(self.shape, self.layout, schedule, self.n_streams, self.lead)
+        table.validate()
+        return table
+
+    def workload(self, schedule: str):
+        p = self.params
+        return tile_workload(self.table(schedule), self.shape, self.layout, self.platform, self.t_l1_us,
+                             self.t_l2_us, p["staging_depth"], p["l1_release"], p["l2_epilogue_us"])
+
+
+def build(params: dict, platform: Platform):
+    """The workload of one schedule (``both``: the interleaved one; see :func:`simulate`)."""
+    schedule = "interleaved" if params["schedule"] == "both" else params["schedule"]
+    return Config(params, platform).workload(schedule)
+
+
+def simulate(params: dict, platform: Platform, engine: str = "fast", trace: bool = True):
+    """Run the requested schedule(s): (the last result, its summary with both schedules)."""
+    from xsim.des import simulate as run
+
+    cfg = Config(params, platform)
+    schedules = ("wave", "interleaved") if params["schedule"] == "both" else (params["schedule"],)
+    out, result = {}, None
+    for schedule in schedules:
+        result = run(cfg.workload(schedule), engine=engine, trace=trace)
+        out[schedule] = metrics.summarize(result, params["kernel_overhead_us"])
+    summary = _header(cfg)
+    summary.update(out if len(out) > 1 else out[schedules[0]])
+    if len(out) > 1:
+        summary["speedup"] = out["wave"]["kernel_us"] / out["interleaved"]["kernel_us"]
+    return result, summary
+
+
+def summarize(result, params: dict) -> dict:
+    """One schedule's summary (the generic ``xsim simulate`` path)."""
+    return metrics.summarize(result, params["kernel_overhead_us"])
+
+
+def _header(cfg: Config) -> dict:
+    source = cfg.model.source(cfg.shape)
+    return {
+        "compute_model": source, "mainloop_records": cfg.model.records_file or None,
+        "l1_mainloop_us": cfg.t_l1_us, "l2_mainloop_us": cfg.t_l2_us,
+        "lead": cfg.lead, "d_knee": d_knee(cfg.shape, cfg.n_streams),
+        "experts_per_wave": experts_per_wave(cfg.shape, cfg.n_streams),
+        "n_mblocks": cfg.layout.n_mblocks, "rows": cfg.layout.n_rows, "n_streams": cfg.n_streams,
+        "max_expert_rows": int(cfg.layout.rows_per_expert.max()) if cfg.layout.rows_per_expert.size else 0,
+    }
+
+
+def predict(params: dict, platform: Platform) -> dict:
+    """Closed forms for the config: eq. 14 for both gaps, eqs. 12-13 spans, eq. 15 stalls."""
+    cfg = Config(params, platform)
+    shape, k = cfg.shape, cfg.n_streams
+    remote = mblock_remote_rows(shape, cfg.layout)
+    v_tile = float(shape.combine_bytes(1) * remote.mean()) if remote.size else 0.0
+    volume = k * v_tile
+    t0 = platform.t_iss0_us(k, v_tile)
+    rate = platform.effective_drain_rate_gbps(max(1, shape.ep - 1))
+    spans = schedule_spans(volume, t0, cfg.t_l2_us, cfg.t_l1_us, shape.l1_nblocks, shape.l2_nblocks, rate,
+                           platform.capacity_bytes(k), covered=params["staging_depth"] >= 2)
+    return {"volume_bytes": volume, "t_iss0_us": t0, "drain_rate_gbps": rate, **vars(spans),
+            "d_knee": d_knee(shape, k), "lead": cfg.lead, "compute_model": cfg.model.source(shape)}
