@@ -130,7 +130,7 @@ def test_paired_streams_split_n_blocks_by_role():
 def test_d_knee_is_eq_16():
     shape = MoEShape(hidden=2048, intermediate=768, experts=128, topk=8, tokens=64)
     assert d_knee(shape, 132) == pytest.approx(128 * 2 * 132 / (2 * 768))
-    assert default_lead(shape, 132) == 22
+    assert default_lead(shape, 132) == 44      # twice the knee
 
 
 def test_lead_zero_is_a_dependency_cycle():

@@ -52,8 +52,13 @@ def d_knee(shape: MoEShape, n_streams: int) -> float:
 
 
 def default_lead(shape: MoEShape, n_streams: int) -> int:
-    """The smallest whole lead at or above D_knee, and at least 1 (deadlock-free)."""
-    return max(1, math.ceil(d_knee(shape, n_streams) - 1e-9))
+    """ceil(2 D_knee), at least 1 (deadlock-free).
+
+    Eq. 16 is a lower bound; the DES puts the knee at about D_knee when streams work in pairs
+    and about 2 D_knee when they cannot (odd n-block counts), and shows a lead of 2 D_knee
+    costs paired configs at most ~2% (benchmarks/results/moe_lead_knee.txt): one default for both.
+    """
+    return max(1, math.ceil(2.0 * d_knee(shape, n_streams) - 1e-9))
 
 
 def wave_table(shape: MoEShape, lay: ExpertLayout, n_streams: int = 132) -> TileTable:
