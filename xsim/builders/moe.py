@@ -4,7 +4,8 @@ The scheduler (:mod:`xsim.moe.schedule`) emits the very tile table the kernel ex
 table becomes a workload (:mod:`xsim.moe.des_workload`) whose mainloop times come from the
 compute model (:mod:`xsim.moe.compute`: measured records, else a roofline). ``schedule =
 both`` simulates the expert-wave and the interleaved tables and reports the speedup
-(:func:`simulate`); ``predict`` gives the closed forms (eqs. 12-16) for the same config.
+(:func:`simulate`) and the selector's pick (:mod:`xsim.moe.selector`); ``predict`` gives the
+closed forms (eqs. 12-16) for the same config.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from xsim.closedform.megamoe import schedule_spans
-from xsim.moe import metrics
+from xsim.moe import metrics, selector
 from xsim.moe.compute import mainloop_model
 from xsim.moe.des_workload import RELEASES, mblock_remote_rows, tile_workload
 from xsim.moe.layout import expert_layout
@@ -47,6 +48,7 @@ PARAMS = {
     "tile_fixed_us": Param("us", 0.0, "roofline's fixed per-tile cost", minimum=0),
     "l2_epilogue_us": Param("us", 0.0, "fixed epilogue time before a Linear-2 tile's first store", minimum=0),
     "kernel_overhead_us": Param("us", 0.0, "fixed kernel time outside the tiles (launch, Dispatch)", minimum=0),
+    "l2_cache_bytes": Param("bytes", 0, "L2 cache the selector's locality model uses (0: the GPU's)", minimum=0),
 }
 
 
@@ -75,10 +77,16 @@ class Config:
         table.validate()
         return table
 
-    def workload(self, schedule: str):
+    def workload(self, schedule: str, table=None):
         p = self.params
-        return tile_workload(self.table(schedule), self.shape, self.layout, self.platform, self.t_l1_us,
+        table = self.table(schedule) if table is None else table
+        return tile_workload(table, self.shape, self.layout, self.platform, self.t_l1_us,
                              self.t_l2_us, p["staging_depth"], p["l1_release"], p["l2_epilogue_us"])
+
+    def locality(self, table, result):
+        key = "b200" if self.platform.name.startswith("paper") else "h200"
+        capacity = self.params["l2_cache_bytes"] or selector.L2_CACHE_BYTES[key]
+        return selector.locality(self.shape, table.tiles, result, capacity, self.model.peaks["hbm_tbps"])
 
 
 def build(params: dict, platform: Platform):
@@ -93,14 +101,19 @@ def simulate(params: dict, platform: Platform, engine: str = "fast", trace: bool
 
     cfg = Config(params, platform)
     schedules = ("wave", "interleaved") if params["schedule"] == "both" else (params["schedule"],)
-    out, result = {}, None
+    out, result, local = {}, None, {}
     for schedule in schedules:
-        result = run(cfg.workload(schedule), engine=engine, trace=trace)
+        table = cfg.table(schedule)
+        result = run(cfg.workload(schedule, table), engine=engine, trace=trace)
         out[schedule] = metrics.summarize(result, params["kernel_overhead_us"])
+        if len(schedules) > 1:
+            local[schedule] = cfg.locality(table, result)
     summary = _header(cfg)
     summary.update(out if len(out) > 1 else out[schedules[0]])
     if len(out) > 1:
         summary["speedup"] = out["wave"]["kernel_us"] / out["interleaved"]["kernel_us"]
+        summary["selector"] = selector.pick(out["wave"]["kernel_us"], out["interleaved"]["kernel_us"],
+                                            local["wave"], local["interleaved"]).to_dict()
     return result, summary
 
 
