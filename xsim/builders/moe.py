@@ -55,7 +55,7 @@ PARAMS = {
 class Config:
     """Everything a MoE run derives from its params once: shape, layout, compute times."""
 
-    def __init__(self, params: dict, platform: Platform):
+    def __init__(self, params: dict, platform: Platform, mainloop_records: list[dict] | None = None):
         self.params, self.platform = params, platform
         self.shape = MoEShape(hidden=params["hidden"], intermediate=params["intermediate"],
                               experts=params["experts"], topk=params["topk"], tokens=params["tokens"],
@@ -66,7 +66,8 @@ class Config:
         self.n_streams = params["n_streams"] or platform.sms
         self.lead = default_lead(self.shape, self.n_streams) if params["lead"] < 0 else params["lead"]
         self.model = mainloop_model(platform.name, platform.sms, params["mainloop_records"],
-                                    use_records=params["compute"] == "auto", fixed_us=params["tile_fixed_us"])
+                                    use_records=params["compute"] == "auto", fixed_us=params["tile_fixed_us"],
+                                    records=mainloop_records)
         used = self.layout.rows_per_expert > 0
         reuse = float(np.mean(np.diff(self.layout.expert_mblock)[used])) if used.any() else 1.0
         self.t_l1_us = self.model.l1_us(self.shape, reuse)
@@ -95,11 +96,17 @@ def build(params: dict, platform: Platform):
     return Config(params, platform).workload(schedule)
 
 
-def simulate(params: dict, platform: Platform, engine: str = "fast", trace: bool = True):
-    """Run the requested schedule(s): (the last result, its summary with both schedules)."""
+def simulate(params: dict, platform: Platform, engine: str = "fast", trace: bool = True,
+             mainloop_records: list[dict] | None = None, mainloops_us: tuple[float, float] | None = None):
+    """Run the requested schedule(s): (the last result, its summary with both schedules).
+
+    ``mainloops_us`` (T_L2, T_L1) replaces the compute model's times (e.g. measured ones).
+    """
     from xsim.des import simulate as run
 
-    cfg = Config(params, platform)
+    cfg = Config(params, platform, mainloop_records)
+    if mainloops_us is not None:
+        cfg.t_l2_us, cfg.t_l1_us = mainloops_us
     schedules = ("wave", "interleaved") if params["schedule"] == "both" else (params["schedule"],)
     out, result, local = {}, None, {}
     for schedule in schedules:
@@ -134,16 +141,22 @@ def _header(cfg: Config) -> dict:
     }
 
 
-def predict(params: dict, platform: Platform) -> dict:
-    """Closed forms for the config: eq. 14 for both gaps, eqs. 12-13 spans, eq. 15 stalls."""
-    cfg = Config(params, platform)
+def predict(params: dict, platform: Platform, mainloop_records: list[dict] | None = None,
+            mainloops_us: tuple[float, float] | None = None) -> dict:
+    """Closed forms for the config: eq. 14 for both gaps, eqs. 12-13 spans, eq. 15 stalls.
+
+    ``mainloops_us`` (T_L2, T_L1) replaces the compute model's times (e.g. measured ones).
+    """
+    cfg = Config(params, platform, mainloop_records)
+    t_l2, t_l1 = mainloops_us if mainloops_us is not None else (cfg.t_l2_us, cfg.t_l1_us)
     shape, k = cfg.shape, cfg.n_streams
     remote = mblock_remote_rows(shape, cfg.layout)
     v_tile = float(shape.combine_bytes(1) * remote.mean()) if remote.size else 0.0
     volume = k * v_tile
     t0 = platform.t_iss0_us(k, v_tile)
     rate = platform.effective_drain_rate_gbps(max(1, shape.ep - 1))
-    spans = schedule_spans(volume, t0, cfg.t_l2_us, cfg.t_l1_us, shape.l1_nblocks, shape.l2_nblocks, rate,
+    spans = schedule_spans(volume, t0, t_l2, t_l1, shape.l1_nblocks, shape.l2_nblocks, rate,
                            platform.capacity_bytes(k), covered=params["staging_depth"] >= 2)
     return {"volume_bytes": volume, "t_iss0_us": t0, "drain_rate_gbps": rate, **vars(spans),
+            "t_l2_us": t_l2, "t_l1_us": t_l1,
             "d_knee": d_knee(shape, k), "lead": cfg.lead, "compute_model": cfg.model.source(shape)}

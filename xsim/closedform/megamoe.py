@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xsim.closedform.burst_gap import pos, steady_state
+from xsim.closedform.burst_gap import isolated_burst, pos, steady_state
 from xsim.units import drain_time_us
 
 
@@ -65,18 +65,36 @@ def schedule_spans(volume_bytes: float, t_iss0_us: float, t_l2_mma_us: float, t_
                    covered: bool = True) -> ScheduleSpans:
     """Spans and stalls of both schedules from the aggregate burst ``V = K_act V_t``.
 
-    ``covered``: double-buffered staging lets the next mainloop cover the span (eq. 15); with
-    one slot or none (``covered = False``) the whole span stalls the compute role.
+    ``covered`` (staging depth >= 2, a separate epilogue role): the issuer never idles for the
+    gap; where the schedule injects faster than R (its rate bound fails) it is backlogged and
+    every span is the drain-limited period V / R (Sec. 5.2.3: "an aggregate span near
+    K_act V_t / R"), else a burst meets a drained X-Stage (eq. 7). The next mainloop covers
+    the span (eq. 15). Not covered (S <= 1, the compute role issues its own stores): the gap
+    is idle for the issuer, ``T_RS = max(T_iss0, V/R - G)`` (eqs. 3, 11, 13), and nothing
+    covers the span.
     """
     g_wave, g_int = wave_gap_us(t_l2_mma_us), interleaved_gap_us(t_l2_mma_us, t_l1_mma_us, n1, n2)
-    span_wave = steady_state(volume_bytes, g_wave, t_iss0_us, drain_rate_gbps, capacity_bytes).t_issue_us
-    span_int = steady_state(volume_bytes, g_int, t_iss0_us, drain_rate_gbps, capacity_bytes).t_issue_us
-    cover_wave, cover_int = (t_l2_mma_us, t_l1_mma_us) if covered else (0.0, 0.0)
+    wave_ok = interleaving_sufficient(volume_bytes, t_iss0_us, t_l2_mma_us, 0.0, 0, 1, drain_rate_gbps)
+    int_ok = interleaving_sufficient(volume_bytes, t_iss0_us, t_l2_mma_us, t_l1_mma_us, n1, n2, drain_rate_gbps)
+    if covered:
+        span_wave = _decoupled_span_us(volume_bytes, t_iss0_us, drain_rate_gbps, capacity_bytes, not wave_ok)
+        span_int = _decoupled_span_us(volume_bytes, t_iss0_us, drain_rate_gbps, capacity_bytes, not int_ok)
+        cover_wave, cover_int = t_l2_mma_us, t_l1_mma_us
+    else:
+        span_wave = steady_state(volume_bytes, g_wave, t_iss0_us, drain_rate_gbps, capacity_bytes).t_issue_us
+        span_int = steady_state(volume_bytes, g_int, t_iss0_us, drain_rate_gbps, capacity_bytes).t_issue_us
+        cover_wave = cover_int = 0.0
     return ScheduleSpans(
         g_wave_us=g_wave, g_int_us=g_int, span_wave_us=span_wave, span_int_us=span_int,
         stall_wave_us=critical_path_stall_us(span_wave, cover_wave),
         stall_int_us=critical_path_stall_us(span_int, cover_int),
-        eq14_wave_ok=interleaving_sufficient(volume_bytes, t_iss0_us, t_l2_mma_us, 0.0, 0, 1, drain_rate_gbps),
-        eq14_int_ok=interleaving_sufficient(volume_bytes, t_iss0_us, t_l2_mma_us, t_l1_mma_us, n1, n2,
-                                            drain_rate_gbps),
+        eq14_wave_ok=wave_ok, eq14_int_ok=int_ok,
     )
+
+
+def _decoupled_span_us(volume_bytes, t_iss0_us, drain_rate_gbps, capacity_bytes, backlogged: bool) -> float:
+    if backlogged:
+        return max(t_iss0_us, drain_time_us(volume_bytes, drain_rate_gbps))
+    if capacity_bytes is None:
+        return t_iss0_us
+    return isolated_burst(volume_bytes, t_iss0_us, drain_rate_gbps, capacity_bytes).t_issue_isolated_us

@@ -130,11 +130,15 @@ def shipped_records_path(platform_name: str) -> Path:
 
 
 def mainloop_model(platform_name: str, sms: int, records_path: str = "", use_records: bool = True,
-                   fixed_us: float = 0.0) -> MainloopModel:
-    """The compute model for a platform: its shipped (or given) moe records, else the roofline."""
-    path = Path(records_path) if records_path else shipped_records_path(platform_name)
-    fits = {}
-    if use_records and path.exists():
-        fits = fit_records(read_records(path))
+                   fixed_us: float = 0.0, records: list[dict] | None = None) -> MainloopModel:
+    """The compute model for a platform: the given records (parsed), else its shipped (or given)
+    moe records file, else the roofline."""
+    fits, source = {}, ""
+    if use_records and records is not None:
+        fits, source = fit_records(records), "records given"
+    elif use_records:
+        path = Path(records_path) if records_path else shipped_records_path(platform_name)
+        if path.exists():
+            fits, source = fit_records(read_records(path)), path.name
     return MainloopModel(peaks=peaks_for(platform_name), sms=sms, fits=fits, fixed_us=fixed_us,
-                         records_file=path.name if fits else "")
+                         records_file=source if fits else "")
