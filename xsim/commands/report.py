@@ -17,6 +17,7 @@ def add_parser(sub):
     p.add_argument("--records", nargs="+", metavar="FILE", help="record files (default: the shipped records)")
     p.add_argument("-o", "--output", metavar="report.html", help="write a self-contained HTML report (+ PNG per panel)")
     p.add_argument("--no-des", action="store_true", help="closed-form predictions only (skip the DES)")
+    p.add_argument("--paper-des", action="store_true", help="moe: also simulate the paper's Table 2 rows (~1 min)")
     add_platform_options(p)
     add_json_option(p)
     return p
@@ -67,9 +68,74 @@ def _table(summary: dict) -> None:
     print_table(f"micro: predicted vs measured on {summary['platform']}", rows)
 
 
+MOE_KEYS = ("n_configs", "geomean_speedup_measured", "geomean_speedup_predicted", "speedup_abs_err_max",
+            "geomean_speedup_skewed_measured", "selector_geomean", "selector_worst", "gemm_vs_cublas_min")
+
+
+def _moe_records(args):
+    """The moe records: from --records, else the shipped ``*-moe.jsonl`` files; None if there are none."""
+    from calibration.records import load_records, parse_texts, shipped_record_files
+
+    if args.records:
+        rs = load_records(args.records)
+    else:
+        texts = [(e.name, e.read_bytes()) for e in shipped_record_files() if e.name.endswith("-moe.jsonl")]
+        rs = parse_texts(texts) if texts else None
+    return rs if rs is not None and "moe" in rs.experiments else None
+
+
+def _moe(args, document: dict, notes: list) -> None:
+    from xsim.moe.catalog import host_platform
+    from xsim.report import moe
+
+    rs = _moe_records(args)
+    if rs is None:
+        note = _note("moe")
+        document["experiments"]["moe"] = {"note": note}
+        notes.append(note)
+        return
+    overridden = args.platform or any(getattr(args, k) is not None for k in ("t_iss0_us", "drain_gbps", "capacity_bytes"))
+    rep = moe.build(rs, platform_from_args(args) if overridden else host_platform(), des=not args.no_des,
+                    paper_des=args.paper_des and not args.no_des)
+    document["experiments"]["moe"] = rep.summary
+    document.update({k: rep.summary[k] for k in MOE_KEYS})
+    if args.output:
+        from xsim.report import html
+        from xsim.report.moe_figures import figures
+
+        figs = figures(rep)
+        out = Path(args.output)
+        sections = [("summary", html.json_block({k: rep.summary[k] for k in MOE_KEYS})),
+                    ("Table 2 (ours)", html.json_block(rep.summary["table2"])),
+                    ("the paper's Table 2, predicted on paper-8gpu", html.json_block(rep.summary["paper_table2"]))]
+        moe_html = out.with_name(out.stem + "-moe" + out.suffix) if args.experiment == "all" else out
+        moe_html.write_text(html.page(f"X-Stage MoE: predicted vs measured on {rep.platform.name}", sections, figs))
+        pngs, skipped = html.write_pngs(figs, moe_html.parent, moe_html.stem)
+        document.setdefault("png", []).extend(pngs)
+        if skipped:
+            notes.append(skipped)
+    if not args.json:
+        rows = [[r.config, r.routing, r.measured["wave"]["kernel_us"], r.measured["interleaved"]["kernel_us"],
+                 r.speedup_measured, r.speedup_predicted, r.predicted.get("selector", {}).get("schedule", "")]
+                for r in rep.rows]
+        print_table(f"moe: measured beside predicted on {rep.platform.name}", rows,
+                    ["config", "routing", "wave us", "int us", "speedup", "predicted", "selector"])
+        print_table("moe summary", [(k, rep.summary[k]) for k in MOE_KEYS])
+
+
 def run(args) -> int:
     from calibration.records import RecordError
 
+    if args.experiment == "moe":
+        doc: dict = {"experiments": {}}
+        moe_notes: list = []
+        _moe(args, doc, moe_notes)
+        if "note" in doc["experiments"]["moe"]:
+            raise RecordError(moe_notes[0])
+        doc["notes"] = moe_notes
+        if args.json:
+            print_json(doc)
+        return 0
     rs = _records(args)
     wanted = EXPERIMENTS if args.experiment == "all" else (args.experiment,)
     present = set(rs.experiments)
@@ -78,6 +144,9 @@ def run(args) -> int:
     document: dict = {"experiments": {}}
     notes = []
     for experiment in wanted:
+        if experiment == "moe":
+            _moe(args, document, notes)
+            continue
         if experiment not in present or experiment != "micro":
             note = _note(experiment) if experiment not in present else f"no report for {experiment} yet"
             document["experiments"][experiment] = {"note": note}

@@ -128,7 +128,7 @@ def _gemm(records) -> list[dict]:
     return out
 
 
-def build(rs, platform: Platform, des: bool = True, paper_des: bool | None = None,
+def build(rs, platform: Platform, des: bool = True, paper_des: bool = False,
           engine: str = "fast") -> MoEReport:
     """Every measured config beside its prediction, the GEMM check, the paper's Table 2 rows."""
     mainloops = [r.data for r in rs.select("moe", "mainloop")]
@@ -145,7 +145,7 @@ def build(rs, platform: Platform, des: bool = True, paper_des: bool | None = Non
             _, row.predicted = builder.simulate(params, platform, engine, trace=False, mainloop_records=mainloops or None)
         rows.append(row)
     gemm = _gemm(rs.select("moe", "gemm"))
-    paper = paper_table2(des if paper_des is None else paper_des, engine)
+    paper = paper_table2(paper_des, engine)
     return MoEReport(platform, rows, gemm, paper, _summary(rows, gemm, paper, platform, mainloops, des))
 
 
