@@ -71,14 +71,15 @@ def test_report_bad_records_file_exits_2(tmp_path, capsys):
     assert "bad.jsonl:1: broken JSON line" in capsys.readouterr().err
 
 
-def test_trace_panels_from_the_shipped_traces():
+@pytest.mark.parametrize("name", ["h200-nvlink-x2", "h200-pcie-host"])
+def test_trace_panels_from_the_shipped_traces(name):
     from xsim.platform import resolve_platform
     from xsim.report import micro_traces
 
-    traces = micro_traces.shipped_traces()
-    if not traces:
-        pytest.skip("no shipped traces")
-    figs = micro_traces.figures(resolve_platform("h200-nvlink-x2"), traces)
+    traces = micro_traces.shipped_traces(name)
+    assert traces, f"{name} ships its per-burst traces"
+    assert all(t["meta"].get("destination", "peer") == ("host" if "pcie" in name else "peer") for t in traces.values())
+    figs = micro_traces.figures(resolve_platform(name), traces)
     assert set(figs) == {"e_unfair_service", "f_phase_drift"}
     name = next(n for n, t in traces.items() if t["meta"]["kind"] == "periodic" and not t["meta"]["aligned"]
                 and t["meta"]["gap_us"] == 0 and t["meta"]["producers"] == 132)

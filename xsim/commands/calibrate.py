@@ -16,7 +16,7 @@ def add_parser(sub):
     p.add_argument("--mechanism", default=None, help="store mechanism to fit (default st.v4 if present)")
     p.add_argument("--statistic", default="mean", choices=("mean", "median"), help="statistic fitted (default mean)")
     p.add_argument("--traces", metavar="DIR", default=None,
-                   help="per-burst traces for the arbitration weights (default: traces/ beside the first records file)")
+                   help="per-burst traces for the arbitration weights (default: NAME-traces/ beside the first records file)")
     p.add_argument("--fair", action="store_true", help="no arbitration weights (every producer served equally)")
     add_json_option(p)
     return p
@@ -55,7 +55,8 @@ def _weights(args, mechanism: str):
 
     if args.fair:
         return None
-    folder = Path(args.traces) if args.traces else Path(args.records[0]).parent / "traces"
+    name = args.name or Path(args.output).stem
+    folder = Path(args.traces) if args.traces else Path(args.records[0]).parent / f"{name}-traces"
     if not folder.is_dir():
         if args.traces:
             raise RecordError(f"traces folder {args.traces} does not exist")

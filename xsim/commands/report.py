@@ -23,12 +23,13 @@ def add_parser(sub):
     return p
 
 
-def _records(args):
+def _records(args, platform):
+    """The records given, or the shipped records of the platform reported on."""
     from calibration.records import RecordError, load_records, load_shipped_records
 
-    rs = load_records(args.records) if args.records else load_shipped_records()
+    rs = load_records(args.records) if args.records else load_shipped_records(platform=platform.name)
     if rs is None:
-        raise RecordError("no records given and none shipped in calibration/records/")
+        raise RecordError(f"no records given and none shipped for platform {platform.name!r} in calibration/records/")
     return rs
 
 
@@ -136,7 +137,8 @@ def run(args) -> int:
         if args.json:
             print_json(doc)
         return 0
-    rs = _records(args)
+    platform = platform_from_args(args)
+    rs = _records(args, platform)
     wanted = EXPERIMENTS if args.experiment == "all" else (args.experiment,)
     present = set(rs.experiments)
     if args.experiment != "all" and args.experiment not in present:
@@ -154,7 +156,7 @@ def run(args) -> int:
             continue
         from xsim.report import micro
 
-        rep = micro.build(rs, platform_from_args(args), des=not args.no_des)
+        rep = micro.build(rs, platform, des=not args.no_des)
         document["experiments"]["micro"] = rep.summary
         document.update({k: rep.summary[k] for k in HEADLINE_KEYS})
         if args.output:

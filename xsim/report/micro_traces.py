@@ -1,6 +1,6 @@
 """What the per-burst traces show that the statistics hide: unfair service and phase drift.
 
-Traces (``calibration/records/traces/*.npz``: ``start_us``/``end_us`` [runs, producers, bursts]
+Traces (``calibration/records/<platform>-traces/*.npz``: ``start_us``/``end_us`` [runs, producers, bursts]
 and a JSON ``meta``) are shipped beside the records. Two panels for the report:
 
 - (e) per-producer mean issue time of the backpressured aligned burst (K=132, B=32 KiB),
@@ -21,11 +21,13 @@ from xsim.platform import Platform
 from xsim.units import drain_time_us
 
 
-def shipped_traces() -> dict[str, dict]:
-    """name -> {"meta", "start_us", "end_us"} for every shipped trace (empty if none)."""
-    folder = resources.files("calibration") / "records" / "traces"
+def shipped_traces(platform: str) -> dict[str, dict]:
+    """name -> {"meta", "start_us", "end_us"} for every shipped trace of a platform (empty if none)."""
+    from calibration.records import shipped_traces_dir
+
+    folder = shipped_traces_dir(platform)
     out = {}
-    if not folder.is_dir():
+    if folder is None:
         return out
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if not entry.name.endswith(".npz"):
@@ -88,6 +90,6 @@ def fig_f_phase_drift(traces: dict) -> go.Figure | None:
 
 
 def figures(platform: Platform, traces: dict | None = None) -> dict[str, go.Figure]:
-    traces = shipped_traces() if traces is None else traces
+    traces = shipped_traces(platform.name) if traces is None else traces
     out = {"e_unfair_service": fig_e_unfair_service(traces, platform), "f_phase_drift": fig_f_phase_drift(traces)}
     return {k: v for k, v in out.items() if v is not None}
