@@ -20,7 +20,7 @@ from xsim.moe.schedule import d_knee
 from xsim.params import resolve
 
 NAMES = ("moe1-hunyuan-large-bf16-balanced-1024", "moe1-dit-moe-bf16-zipf-4096", "moe1-hy3-bf16-hot-1024",
-         "moe1-glm-5.2-fp8-balanced-1024", "moe1-qwen3.5-fp8-hot-1024", "moe1-dsv4-flash-bf16-zipf-4096")
+         "moe1-glm-5.2-fp8-balanced-1024", "moe1-qwen3.5-bf16-zipf-1024", "moe1-dsv4-flash-bf16-zipf-4096")
 MULTIPLES = (1, 1.5, 2, 3, 4, 8)
 
 

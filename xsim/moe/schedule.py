@@ -56,7 +56,7 @@ def default_lead(shape: MoEShape, n_streams: int) -> int:
 
     Eq. 16 is a lower bound; the DES puts the knee at about D_knee when streams work in pairs
     and about 2 D_knee when they cannot (odd n-block counts), and shows a lead of 2 D_knee
-    costs paired configs at most ~2% (benchmarks/results/moe_lead_knee.txt): one default for both.
+    costs paired configs at most ~3% (benchmarks/results/moe_lead_knee.txt): one default for both.
     """
     return max(1, math.ceil(2.0 * d_knee(shape, n_streams) - 1e-9))
 
