@@ -25,11 +25,12 @@ def write_records(path):
     """Two configs x both schedules, a mainloop point and two GEMM points: made-up numbers."""
     recs = []
     for config, routing, wave_us, int_us in (("moe1-qwen3-30b-bf16-zipf-4096", "zipf", 120.0, 100.0),
-                                             ("moe1-qwen3-30b-fp8-balanced-4096", "balanced", 90.0, 95.0)):
+                                             ("not-a-scenario", "balanced", 90.0, 95.0)):
         for schedule, t in (("wave", wave_us), ("interleaved", int_us)):
             p = {"config": config, "schedule": schedule, **SMALL, "routing": routing, "lead": 4, "destination": "host"}
             recs.append(record("kernel", p, {"kernel_us": stats(t), "span_us": stats(3.0, 1.0, 9.0),
-                                             "stall_us": stats(0.5), "l1_mainloop_us": stats(4.0),
+                                             "stall_us": stats(0.5), "wait_us": stats(0.25),
+                                             "l1_mainloop_us": stats(4.0),
                                              "l2_mainloop_us": stats(2.0)}))
     recs.append(record("mainloop", {"precision": "bf16", "block_m": 128, "block_n": 128, "k_dim": 256, "kind": "l2"},
                        {"mainloop_us": stats(2.0)}))
@@ -54,7 +55,9 @@ def test_moe_report_json_keys(capsys, tmp_path):
     assert 0 < doc["selector_worst"] <= doc["selector_geomean"]
     moe = doc["experiments"]["moe"]
     assert len(moe["paper_table2"]) == 7 and "closed_span_us" in moe["paper_table2"][0]
-    assert moe["table2"][0]["span_measured_us"] == [3.0, 3.0]
+    row = next(r for r in moe["table2"] if r["config"] == "not-a-scenario")   # the builder's defaults
+    assert row["span_measured_us"] == [3.0, 3.0] and row["wait_measured_us"] == [0.25, 0.25]
+    assert all(x >= 0 for x in row["eq15_predicted_us"] + row["wait_predicted_us"])
     assert "l2:records" in moe["compute_model"]
 
 
