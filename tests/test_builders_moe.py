@@ -49,3 +49,20 @@ def test_impossible_configs_are_one_line_errors(capsys, sets, message):
                        "--platform", "paper-8gpu")
     assert code == 2
     assert err.count("\n") == 1 and message in err
+
+
+def test_a_tile_table_unsafe_for_co_resident_streams_is_an_error(capsys, tmp_path):
+    import numpy as np
+
+    from xsim.moe.tiles import L1, L2
+
+    # one expert, 2 m-blocks (tokens 128, topk 1, block_m 64), 1 L1 and 1 L2 n-block each; stream 0
+    # waits on m-block 0 before its L1 of m-block 1, stream 1 on m-block 1 before its L1 of m-block 0
+    tiles = np.array([[L2, 0, 0, 0], [L1, 0, 1, 0], [L2, 0, 1, 0], [L1, 0, 0, 0]], dtype=np.int32)
+    path = tmp_path / "table.npz"
+    np.savez(path, offsets=np.array([0, 2, 4], np.int32), tiles=tiles)
+    sets = ["tokens=128", "experts=1", "topk=1", "hidden=128", "intermediate=128", "block_m=64",
+            "n_streams=2", "schedule=wave", f"tile_table={path}"]
+    code, _, err = run(capsys, "simulate", "moe1-qwen3-30b-bf16-zipf-4096", *[x for s in sets for x in ("--set", s)],
+                       "--engine", "fast", "--platform", "paper-8gpu")
+    assert code == 2 and err.count("\n") == 1 and "not safe for co-resident streams" in err

@@ -20,6 +20,7 @@ from xsim.moe.layout import expert_layout
 from xsim.moe.routing import ROUTINGS, route
 from xsim.moe.schedule import d_knee, default_lead, experts_per_wave, schedule_table
 from xsim.moe.shapes import PRECISIONS, MoEShape
+from xsim.moe.tiles import TileTable
 from xsim.params import Param
 from xsim.platform import Platform
 
@@ -49,6 +50,7 @@ PARAMS = {
     "l2_epilogue_us": Param("us", 0.0, "fixed epilogue time before a Linear-2 tile's first store", minimum=0),
     "kernel_overhead_us": Param("us", 0.0, "fixed kernel time outside the tiles (launch, Dispatch)", minimum=0),
     "l2_cache_bytes": Param("bytes", 0, "L2 cache the selector's locality model uses (0: the GPU's)", minimum=0),
+    "tile_table": Param("str", "", "a tile table (.npz with offsets, tiles) to run instead of the schedule's"),
 }
 
 
@@ -74,7 +76,10 @@ class Config:
         self.t_l2_us = self.model.l2_us(self.shape, reuse)
 
     def table(self, schedule: str):
-        table = schedule_table(self.shape, self.layout, schedule, self.n_streams, self.lead)
+        if self.params["tile_table"]:
+            table = load_table(self.params["tile_table"], self.shape, self.layout)
+        else:
+            table = schedule_table(self.shape, self.layout, schedule, self.n_streams, self.lead)
         table.validate()
         return table
 
@@ -88,6 +93,16 @@ class Config:
         key = "b200" if self.platform.name.startswith("paper") else "h200"
         capacity = self.params["l2_cache_bytes"] or selector.L2_CACHE_BYTES[key]
         return selector.locality(self.shape, table.tiles, result, capacity, self.model.peaks["hbm_tbps"])
+
+
+def load_table(path: str, shape: MoEShape, layout) -> TileTable:
+    """A tile table from an .npz file (arrays ``offsets`` and ``tiles``, the contract's dtypes)."""
+    try:
+        with np.load(path) as data:
+            offsets, tiles = data["offsets"].astype(np.int32), data["tiles"].astype(np.int32)
+    except (OSError, KeyError, ValueError) as exc:
+        raise ValueError(f"cannot read tile table {path}: {exc}") from None
+    return TileTable(offsets, tiles, shape.l1_nblocks, shape.l2_nblocks, layout.n_mblocks, schedule="file")
 
 
 def build(params: dict, platform: Platform):
