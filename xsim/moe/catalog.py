@@ -138,3 +138,17 @@ def scenario_toml(entry: Entry) -> str:
     lines += ["", "[sources]"]
     lines += [f"{k} = {_toml_value(v)}" for k, v in sources.items()]
     return "\n".join(lines) + "\n"
+
+
+def shape(entry: Entry):
+    """The entry's MoEShape (for the kernel runner: ``MoEShape``, routing kind, skew, seed)."""
+    from xsim.moe.shapes import MoEShape
+
+    p = params(entry)
+    return MoEShape(**{k: p[k] for k in ("hidden", "intermediate", "experts", "topk", "tokens", "ep", "precision",
+                                          "block_m", "block_n1", "block_n2")})
+
+
+def one_gpu_configs() -> list[tuple[str, object, str, float, int]]:
+    """(scenario name, MoEShape, routing, skew, seed) for every one-GPU entry."""
+    return [(e.name, shape(e), e.routing, e.skew, 0) for e in ONE_GPU]
