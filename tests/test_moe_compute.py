@@ -41,3 +41,13 @@ def test_fit_gives_the_fixed_cost_and_slope(tmp_path):
 def test_one_point_scales_in_proportion():
     fit = fit_records([record("l1", 2048, 8.0)])[("fp8", 128, 128, "l1")]
     assert fit.at(4096) == pytest.approx(16.0)
+
+
+def test_overheads_from_the_mainloop_records():
+    rec = record("l1", 2048, 8.0, precision="bf16")
+    rec["stats"].update({"wait_us": {"median": 0.8}, "store_us": {"median": 0.5}, "signal_us": {"median": 1.0}})
+    model = mainloop_model("x", 132, records=[rec])
+    shape = MoEShape(hidden=2048, intermediate=1024, experts=8, topk=2, tokens=512)
+    assert model.overhead_us(shape, "l1", "wait_us") == pytest.approx(0.8)
+    assert model.l1_epilogue_us(shape) == pytest.approx(1.5)
+    assert model.overhead_us(shape, "l2", "wait_us") == 0.0

@@ -72,8 +72,11 @@ class Config:
                                     records=mainloop_records)
         used = self.layout.rows_per_expert > 0
         reuse = float(np.mean(np.diff(self.layout.expert_mblock)[used])) if used.any() else 1.0
-        self.t_l1_us = self.model.l1_us(self.shape, reuse)
-        self.t_l2_us = self.model.l2_us(self.shape, reuse)
+        # the measured wait before a mainloop with nothing pending is part of every tile's cost
+        self.wait_overhead_us = {k: self.model.overhead_us(self.shape, k, "wait_us") for k in ("l1", "l2")}
+        self.t_l1_us = self.model.l1_us(self.shape, reuse) + self.wait_overhead_us["l1"]
+        self.t_l2_us = self.model.l2_us(self.shape, reuse) + self.wait_overhead_us["l2"]
+        self.l1_epilogue_us = self.model.l1_epilogue_us(self.shape)
 
     def table(self, schedule: str):
         if self.params["tile_table"]:
@@ -87,7 +90,8 @@ class Config:
         p = self.params
         table = self.table(schedule) if table is None else table
         return tile_workload(table, self.shape, self.layout, self.platform, self.t_l1_us,
-                             self.t_l2_us, p["staging_depth"], p["l1_release"], p["l2_epilogue_us"])
+                             self.t_l2_us, p["staging_depth"], p["l1_release"], p["l2_epilogue_us"],
+                             self.l1_epilogue_us)
 
     def locality(self, table, result):
         key = "b200" if self.platform.name.startswith("paper") else "h200"
@@ -149,6 +153,7 @@ def _header(cfg: Config) -> dict:
     return {
         "compute_model": source, "mainloop_records": cfg.model.records_file or None,
         "l1_mainloop_us": cfg.t_l1_us, "l2_mainloop_us": cfg.t_l2_us,
+        "tile_wait_overhead_us": cfg.wait_overhead_us, "l1_epilogue_us": cfg.l1_epilogue_us,
         "lead": cfg.lead, "d_knee": d_knee(cfg.shape, cfg.n_streams),
         "experts_per_wave": experts_per_wave(cfg.shape, cfg.n_streams),
         "n_mblocks": cfg.layout.n_mblocks, "rows": cfg.layout.n_rows, "n_streams": cfg.n_streams,

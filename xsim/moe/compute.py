@@ -3,12 +3,15 @@
 A Linear-1 tile is a ``block_m x (2 * block_n1) x hidden`` GEMM (gate and up), a Linear-2 tile
 ``block_m x block_n2 x intermediate``. Measured records (experiment ``moe``, kind ``mainloop``,
 params ``{precision, block_m, block_n, k_dim, kind: "l1" | "l2"}``, stats ``mainloop_us``; for
-``l1`` ``block_n`` is ``block_n1``, the intermediate columns) give the time per tile including
-the kernel's fixed per-tile cost: for one (precision, block_m, block_n, kind) the medians are
-fit by ``t = fixed_us + per_k_us * k_dim`` (least squares; one point: proportional), so any
-``k_dim`` is predicted from one calibration. Without a record for that key the roofline is
-used: ``t = max(flops / peak_per_sm, bytes / hbm_per_sm) + fixed_us`` with the tile's weight
-bytes shared by the m-blocks of its expert (``weight_reuse``).
+``l1`` ``block_n`` is ``block_n1``, the intermediate columns) give the time per tile: for one
+(precision, block_m, block_n, kind) the medians are fit by ``t = fixed_us + per_k_us * k_dim``
+(least squares; one point: proportional), so any ``k_dim`` is predicted from one calibration.
+The same records' per-tile costs outside the mainloop (``wait_us`` with no dependency
+pending, an L1 tile's ``store_us`` and ``signal_us``) are the kernel's fixed per-tile costs
+(:meth:`MainloopModel.overhead_us`). Without a record for that key the roofline is used:
+``t = max(flops / peak_per_sm, bytes / hbm_per_sm) + fixed_us``, an ideal-cache roofline: a
+tile's weight bytes are shared by the m-blocks of its expert (``weight_reuse``) and its
+activation rows by the n-blocks of its m-block.
 """
 
 from __future__ import annotations
@@ -51,6 +54,16 @@ class MainloopModel:
     fits: dict = field(default_factory=dict)   # (precision, block_m, block_n, kind) -> LinearFit
     fixed_us: float = 0.0                       # roofline's per-tile fixed cost
     records_file: str = ""
+    overheads: dict = field(default_factory=dict)  # same key -> {"wait_us", "store_us", "signal_us"}
+
+    def overhead_us(self, shape: MoEShape, kind: str, name: str) -> float:
+        """A measured per-tile cost outside the mainloop (0 without records): ``wait_us`` (before
+        the mainloop, no dependency pending), ``store_us`` and ``signal_us`` (an L1 epilogue)."""
+        return self.overheads.get(self._key(shape, kind), {}).get(name, 0.0)
+
+    def l1_epilogue_us(self, shape: MoEShape) -> float:
+        """An L1 tile's local activation store and its l2_full release, as measured."""
+        return self.overhead_us(shape, "l1", "store_us") + self.overhead_us(shape, "l1", "signal_us")
 
     def l1_us(self, shape: MoEShape, weight_reuse: float = 1.0) -> float:
         return self._tile_us(shape, "l1", weight_reuse)
@@ -117,6 +130,20 @@ def fit_records(records: list[dict]) -> dict:
     return fits
 
 
+def fit_overheads(records: list[dict]) -> dict:
+    """Key -> mean over the records of each per-tile overhead's median (wait, store, signal)."""
+    groups: dict[tuple, dict[str, list[float]]] = {}
+    for rec in records:
+        p, stats = rec.get("params", {}), rec.get("stats", {})
+        if rec.get("kind") != "mainloop" or not rec.get("check", {}).get("ok", False):
+            continue
+        key = (p["precision"], int(p["block_m"]), int(p["block_n"]), p["kind"])
+        for name in ("wait_us", "store_us", "signal_us"):
+            if name in stats:
+                groups.setdefault(key, {}).setdefault(name, []).append(float(stats[name]["median"]))
+    return {key: {name: float(np.mean(v)) for name, v in d.items()} for key, d in groups.items()}
+
+
 def read_records(path: str | Path) -> list[dict]:
     out = []
     for line in Path(path).read_text().splitlines():
@@ -133,12 +160,14 @@ def mainloop_model(platform_name: str, sms: int, records_path: str = "", use_rec
                    fixed_us: float = 0.0, records: list[dict] | None = None) -> MainloopModel:
     """The compute model for a platform: the given records (parsed), else its shipped (or given)
     moe records file, else the roofline."""
-    fits, source = {}, ""
-    if use_records and records is not None:
-        fits, source = fit_records(records), "records given"
-    elif use_records:
+    source = ""
+    if use_records and records is None:
         path = Path(records_path) if records_path else shipped_records_path(platform_name)
         if path.exists():
-            fits, source = fit_records(read_records(path)), path.name
+            records, source = read_records(path), path.name
+    elif use_records:
+        source = "records given"
+    records = records if use_records and records is not None else []
+    fits = fit_records(records)
     return MainloopModel(peaks=peaks_for(platform_name), sms=sms, fits=fits, fixed_us=fixed_us,
-                         records_file=source if fits else "")
+                         records_file=source if fits else "", overheads=fit_overheads(records))

@@ -43,7 +43,7 @@ def mblock_remote_rows(shape: MoEShape, lay: ExpertLayout) -> np.ndarray:
 
 def tile_workload(table: TileTable, shape: MoEShape, lay: ExpertLayout, platform: Platform,
                   t_l1_us: float, t_l2_us: float, staging_depth: int = 0, l1_release: str = "drain",
-                  l2_epilogue_us: float = 0.0) -> Workload:
+                  l2_epilogue_us: float = 0.0, l1_epilogue_us: float = 0.0) -> Workload:
     if l1_release not in RELEASES:
         raise ValueError(f'"l1_release" must be one of {", ".join(RELEASES)}, got {l1_release!r}')
     kind, m = table.tiles[:, KIND].astype(np.int64), table.tiles[:, MBLOCK].astype(np.int64)
@@ -67,7 +67,8 @@ def tile_workload(table: TileTable, shape: MoEShape, lay: ExpertLayout, platform
         offsets=offsets.astype(np.int64), producer_gpu=np.zeros(n_streams, np.int64),
         kind=kind, kind_names=KIND_NAMES,
         mainloop_us=np.select([kind == L1, kind == L2], [t_l1_us, t_l2_us], 0.0),
-        epilogue_us=np.where(kind == L2, l2_epilogue_us, 0.0), bytes=nbytes, t_iss0_us=t_iss0,
+        epilogue_us=np.select([kind == L1, kind == L2], [l1_epilogue_us, l2_epilogue_us], 0.0),
+        bytes=nbytes, t_iss0_us=t_iss0,
         release_us=np.zeros(len(kind)),
         wait_counter=wait_counter.astype(np.int64), wait_value=wait_value.astype(np.int64),
         signal_counter=signal.astype(np.int64), signal_on_drain=on_drain,

@@ -181,7 +181,8 @@ def table2_row(row: ConfigRow) -> dict:
 
     ``eq15_*``: eq. 15 per Linear-2 tile (median; at S = 0 nothing covers the span, so it is
     the span) from the DES beside the kernel's ``stall_us``; ``wait_*``: each tile's wait
-    before its mainloop (mean) from the DES beside the kernel's ``wait_us``.
+    before its mainloop (mean) from the DES, plus the measured wait with nothing pending (the
+    compute model's overhead, 0 without records), beside the kernel's ``wait_us``.
     """
     m, p = row.measured, row.predicted
     pred = lambda s, k, q="median": p.get(s, {}).get(k, {}).get(q, math.nan)  # noqa: E731
@@ -194,7 +195,8 @@ def table2_row(row: ConfigRow) -> dict:
         "mainloop_model_us": [p.get("l2_mainloop_us", math.nan), p.get("l1_mainloop_us", math.nan)],
         "eq15_predicted_us": [pred(s, "eq15_stall_us") for s in SCHEDULES],
         "eq15_measured_us": [meas(s, "stall") for s in SCHEDULES],
-        "wait_predicted_us": [pred(s, "stall_us", "mean") for s in SCHEDULES],
+        "wait_predicted_us": [pred(s, "stall_us", "mean") + np.mean(list(p.get("tile_wait_overhead_us", {}).values())
+                                                                     or [0.0]) for s in SCHEDULES],
         "wait_measured_us": [meas(s, "wait", "mean") for s in SCHEDULES],
         "eq15_closed_form_us": [row.closed_form.get("stall_wave_us"), row.closed_form.get("stall_int_us")],
     }
