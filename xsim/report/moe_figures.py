@@ -28,22 +28,27 @@ def speedup_figure(rep: MoEReport) -> go.Figure:
     return _layout(fig, f"MoE kernel speedup, interleaved over expert waves ({rep.platform.name})", "speedup")
 
 
+def _box(fig, names, stats, name, color, opacity):
+    get = lambda k: [st.get(k) for st in stats]  # noqa: E731
+    fig.add_trace(go.Box(x=names, q1=get("p10"), median=get("median"), q3=get("p90"), lowerfence=get("min"),
+                         upperfence=get("max"), name=name, marker_color=color, opacity=opacity))
+
+
 def span_figure(rep: MoEReport) -> go.Figure:
-    """Fig. 10: Linear-2 remote-store span per config, wave vs interleaved (p10-median-p90)."""
+    """Fig. 10: Linear-2 remote-store span per config, wave vs interleaved, measured and predicted.
+
+    Boxes span p10-p90 around the median, whiskers min-max (the records keep these statistics).
+    """
     fig = go.Figure()
     names = [r.config for r in rep.rows]
     for schedule in SCHEDULES:
-        med = [r.measured[schedule]["span"].get("median") for r in rep.rows]
-        lo = [m - r.measured[schedule]["span"].get("p10", m) for m, r in zip(med, rep.rows)]
-        hi = [r.measured[schedule]["span"].get("p90", m) - m for m, r in zip(med, rep.rows)]
-        fig.add_trace(go.Scatter(x=names, y=med, mode="markers", name=f"measured {schedule} (p10-p90)",
-                                 marker=dict(color=COLOR[schedule], size=9),
-                                 error_y=dict(type="data", symmetric=False, array=hi, arrayminus=lo)))
-        pred = [r.predicted.get(schedule, {}).get("span_us", {}).get("median") for r in rep.rows]
-        fig.add_trace(go.Scatter(x=names, y=pred, mode="markers", name=f"predicted {schedule} median",
-                                 marker=dict(color=COLOR[schedule], symbol="x", size=9)))
+        _box(fig, names, [r.measured[schedule]["span"] for r in rep.rows], f"measured {schedule}",
+             COLOR[schedule], 1.0)
+        _box(fig, names, [r.predicted.get(schedule, {}).get("span_us", {}) for r in rep.rows],
+             f"predicted {schedule} (DES)", COLOR[schedule], 0.45)
+    fig.update_layout(boxmode="group")
     fig.update_yaxes(type="log")
-    return _layout(fig, "Linear-2 remote-store span per tile", "span (us)")
+    return _layout(fig, "Linear-2 remote-store span per tile (box p10-p90, whiskers min-max)", "span (us)")
 
 
 def figures(rep: MoEReport) -> dict[str, go.Figure]:
