@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from xsim.builders import moe as builder
-from xsim.moe.shapes import MoEShape
 from xsim.params import resolve
 from xsim.platform import Platform
 from xsim.report.moe_paper import paper_table2
@@ -200,8 +199,3 @@ def table2_row(row: ConfigRow) -> dict:
         "wait_measured_us": [meas(s, "wait", "mean") for s in SCHEDULES],
         "eq15_closed_form_us": [row.closed_form.get("stall_wave_us"), row.closed_form.get("stall_int_us")],
     }
-
-
-def shape_of(params: dict) -> MoEShape:
-    return MoEShape(**{k: params[k] for k in ("hidden", "intermediate", "experts", "topk", "tokens", "ep",
-                                                  "precision", "block_m", "block_n1", "block_n2")})
