@@ -161,3 +161,13 @@ def test_schedule_table_names():
     assert schedule_table(shape, lay, "wave", 3).schedule == "wave"
     with pytest.raises(ValueError, match='"schedule" must be one of'):
         schedule_table(shape, lay, "fifo", 3)
+
+
+def test_wave_round_robin_continues_across_phases():
+    # 1 expert, 1 m-block: 3 L1 tiles (intermediate 192 / 64) then 1 L2 tile, 2 streams:
+    # L1 tiles 0, 1, 2 -> streams 0, 1, 0; the L2 tile is the 4th dealt -> stream 1
+    shape = MoEShape(hidden=128, intermediate=192, experts=1, topk=1, tokens=64, block_m=64, block_n1=64)
+    lay = expert_layout(shape, route(shape, "balanced"))
+    t = wave_table(shape, lay, 2)
+    assert [tuple(x) for x in t.stream(0)] == [(L1, 0, 0, 0), (L1, 0, 0, 2)]
+    assert [tuple(x) for x in t.stream(1)] == [(L1, 0, 0, 1), (L2, 0, 0, 0)]
