@@ -67,7 +67,8 @@ def test_moe_report_html(capsys, tmp_path):
     assert main(["report", "--experiment", "moe", "--records", path, "--platform", "paper-8gpu", "--no-des",
                  "-o", str(out)]) == 0
     text = out.read_text()
-    assert "fig8-speedup" in text and "fig10-span" in text and "Table 2" in text
+    assert "moe_fig8_speedup" in text and "moe_fig10_span" in text and "Table 2" in text
+    assert text.count("<figcaption>") == 2
 
 
 def test_no_moe_records_is_one_line(capsys, tmp_path):

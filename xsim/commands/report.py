@@ -84,43 +84,31 @@ def _moe_records(args):
     return rs if rs is not None and "moe" in rs.experiments else None
 
 
-def _moe(args, document: dict, notes: list) -> None:
+def _moe(args, document: dict, notes: list):
+    """The moe report into ``document``; its page section (a note section without records)."""
     from xsim.moe.catalog import host_platform
-    from xsim.report import moe
+    from xsim.report import moe, moe_page
+    from xsim.report.page import Section
 
     rs = _moe_records(args)
     if rs is None:
         note = _note("moe")
         document["experiments"]["moe"] = {"note": note}
         notes.append(note)
-        return
+        return Section(title="moe", notes=[note])
     overridden = args.platform or any(getattr(args, k) is not None for k in ("t_iss0_us", "drain_gbps", "capacity_bytes"))
     rep = moe.build(rs, platform_from_args(args) if overridden else host_platform(), des=not args.no_des,
                     paper_des=args.paper_des and not args.no_des)
     document["experiments"]["moe"] = rep.summary
     document.update({k: rep.summary[k] for k in MOE_KEYS})
-    if args.output:
-        from xsim.report import html
-        from xsim.report.moe_figures import figures
-
-        figs = figures(rep)
-        out = Path(args.output)
-        sections = [("summary", html.json_block({k: rep.summary[k] for k in MOE_KEYS})),
-                    ("Table 2 (ours)", html.json_block(rep.summary["table2"])),
-                    ("the paper's Table 2, predicted on paper-8gpu", html.json_block(rep.summary["paper_table2"]))]
-        moe_html = out.with_name(out.stem + "-moe" + out.suffix) if args.experiment == "all" else out
-        moe_html.write_text(html.page(f"X-Stage MoE: predicted vs measured on {rep.platform.name}", sections, figs))
-        pngs, skipped = html.write_pngs(figs, moe_html.parent, moe_html.stem)
-        document.setdefault("png", []).extend(pngs)
-        if skipped:
-            notes.append(skipped)
     if not args.json:
         rows = [[r.config, r.routing, r.measured["wave"]["kernel_us"], r.measured["interleaved"]["kernel_us"],
                  r.speedup_measured, r.speedup_predicted, r.predicted.get("selector", {}).get("schedule", "")]
                 for r in rep.rows]
         print_table(f"moe: measured beside predicted on {rep.platform.name}", rows,
                     ["config", "routing", "wave us", "int us", "speedup", "predicted", "selector"])
-        print_table("moe summary", [(k, rep.summary[k]) for k in MOE_KEYS])
+        print_table("moe summary", [(h.quantity, h.value) for h in moe_page.headline(rep)])
+    return moe_page.section(rep)
 
 
 def run(args) -> int:
@@ -133,12 +121,18 @@ def run(args) -> int:
     if args.experiment == "moe":
         doc: dict = {"experiments": {}}
         moe_notes: list = []
-        _moe(args, doc, moe_notes)
+        moe_section = _moe(args, doc, moe_notes)
         if "note" in doc["experiments"]["moe"]:
             raise RecordError(moe_notes[0])
+        if args.output:
+            pngs, skipped = _write_html(moe_section.title, [moe_section], Path(args.output))
+            doc["html"], doc["png"] = args.output, pngs
+            moe_notes += [skipped] if skipped else []
         doc["notes"] = moe_notes
         if args.json:
             print_json(doc)
+        elif args.output:
+            print(f"wrote {args.output}" + (f" and {len(doc['png'])} PNG" if doc.get("png") else ""))
         return 0
     platform = platform_from_args(args)
     rs = _records(args, platform)
@@ -152,7 +146,7 @@ def run(args) -> int:
     notes, sections = [], []
     for experiment in wanted:
         if experiment == "moe":
-            _moe(args, document, notes)
+            sections.append(_moe(args, document, notes))
             continue
         if experiment not in present or experiment != "micro":
             note = _note(experiment) if experiment not in present else f"no report for {experiment} yet"

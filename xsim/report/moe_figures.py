@@ -54,4 +54,4 @@ def span_figure(rep: MoEReport) -> go.Figure:
 def figures(rep: MoEReport) -> dict[str, go.Figure]:
     if not rep.rows:
         return {}
-    return {"fig8-speedup": speedup_figure(rep), "fig10-span": span_figure(rep)}
+    return {"moe_fig8_speedup": speedup_figure(rep), "moe_fig10_span": span_figure(rep)}
