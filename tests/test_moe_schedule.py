@@ -130,7 +130,7 @@ def test_paired_streams_split_n_blocks_by_role():
 def test_d_knee_is_eq_16():
     shape = MoEShape(hidden=2048, intermediate=768, experts=128, topk=8, tokens=64)
     assert d_knee(shape, 132) == pytest.approx(128 * 2 * 132 / (2 * 768))
-    assert default_lead(shape, 132) == 22
+    assert default_lead(shape, 132) == 44      # twice the knee
 
 
 def test_lead_zero_is_a_dependency_cycle():
@@ -161,3 +161,13 @@ def test_schedule_table_names():
     assert schedule_table(shape, lay, "wave", 3).schedule == "wave"
     with pytest.raises(ValueError, match='"schedule" must be one of'):
         schedule_table(shape, lay, "fifo", 3)
+
+
+def test_wave_round_robin_continues_across_phases():
+    # 1 expert, 1 m-block: 3 L1 tiles (intermediate 192 / 64) then 1 L2 tile, 2 streams:
+    # L1 tiles 0, 1, 2 -> streams 0, 1, 0; the L2 tile is the 4th dealt -> stream 1
+    shape = MoEShape(hidden=128, intermediate=192, experts=1, topk=1, tokens=64, block_m=64, block_n1=64)
+    lay = expert_layout(shape, route(shape, "balanced"))
+    t = wave_table(shape, lay, 2)
+    assert [tuple(x) for x in t.stream(0)] == [(L1, 0, 0, 0), (L1, 0, 0, 2)]
+    assert [tuple(x) for x in t.stream(1)] == [(L1, 0, 0, 1), (L2, 0, 0, 0)]

@@ -7,7 +7,9 @@
   permutation, so every expert gets exactly the same rows when ``tokens * ep * topk`` is a
   multiple of ``experts`` (and at most one row more otherwise).
 - ``zipf``: expert popularity ``p_e ~ 1 / rank_e ** skew`` over a seeded ranking of the
-  experts; each token draws ``topk`` distinct experts with probabilities ``p`` (Gumbel top-k).
+  experts; each token draws ``topk`` experts i.i.d. from ``p`` and draws every repeat again
+  until its experts are distinct (after 200 rounds, which only happens when topk is close to
+  the number of experts, Gumbel top-k for the tokens left).
 - ``hot``: one seeded hot expert is among each token's choices with probability ``skew``
   (0 < skew <= 1, its share of tokens); every other choice is uniform over the other experts.
 
@@ -23,7 +25,7 @@ import numpy as np
 from xsim.moe.shapes import MoEShape
 
 ROUTINGS = ("balanced", "zipf", "hot")
-_CHUNK_TOKENS = 8192
+_MAX_REDRAWS = 200
 
 
 @dataclass(frozen=True, eq=False)
@@ -72,23 +74,35 @@ def _zipf_weights(e: int, skew: float, rng) -> np.ndarray:
 
 
 def _weighted(n: int, k: int, p: np.ndarray, rng) -> np.ndarray:
-    """k distinct draws per token with probabilities p (Gumbel top-k), in chunks of tokens."""
-    log_p = np.log(p)
-    out = np.empty((n, k), dtype=np.int64)
-    for lo in range(0, n, _CHUNK_TOKENS):
-        hi = min(n, lo + _CHUNK_TOKENS)
-        keys = log_p[None, :] + rng.gumbel(size=(hi - lo, len(p)))
-        top = np.argpartition(-keys, k - 1, axis=1)[:, :k]
-        order = np.argsort(-np.take_along_axis(keys, top, axis=1), axis=1)
-        out[lo:hi] = np.take_along_axis(top, order, axis=1)
-    return out
+    """k distinct experts per token: k i.i.d. draws from p, each repeat drawn again until none."""
+    cdf = np.cumsum(p)
+    cdf /= cdf[-1]
+    draw = lambda size: np.minimum(np.searchsorted(cdf, rng.random(size), side="right"), len(p) - 1)  # noqa: E731
+    ids = draw((n, k))
+    active = np.arange(n)
+    for _ in range(_MAX_REDRAWS):
+        sub = ids[active]
+        order = np.argsort(sub, axis=1, kind="stable")
+        srt = np.take_along_axis(sub, order, axis=1)
+        repeat = np.zeros_like(sub, dtype=bool)
+        np.put_along_axis(repeat, order[:, 1:], srt[:, 1:] == srt[:, :-1], axis=1)
+        rows, cols = np.nonzero(repeat)
+        if rows.size == 0:
+            return ids
+        sub[rows, cols] = draw(rows.size)
+        ids[active] = sub
+        active = active[repeat.any(axis=1)]
+    # tokens that still repeat (topk close to the experts with any weight): Gumbel top-k
+    keys = np.log(np.maximum(p, 1e-300))[None, :] + rng.gumbel(size=(len(active), len(p)))
+    ids[active] = np.argpartition(-keys, k - 1, axis=1)[:, :k]
+    return ids
 
 
 def _hot(n: int, e: int, k: int, share: float, rng) -> np.ndarray:
     hot = int(rng.integers(e))
     p = np.full(e, 1.0 / (e - 1) if e > 1 else 1.0)
     p[hot] = 0.0 if e > 1 else 1.0
-    ids = _weighted(n, k, np.maximum(p, 1e-300), rng) if e > 1 else np.zeros((n, k), np.int64)
+    ids = _weighted(n, k, p, rng) if e > 1 else np.zeros((n, k), np.int64)
     takes_hot = rng.random(n) < share
     slot = rng.integers(k, size=n)
     rows = np.nonzero(takes_hot & ~(ids == hot).any(axis=1))[0]

@@ -4,8 +4,10 @@ Expert waves (the baseline): local experts are grouped into waves of ``experts_p
 (sized as DeepGEMM's MegaMoE heuristic sizes them: enough Linear-1 tiles, after a 2x
 routing-imbalance allowance, to keep every SM busy, rounded up to a divisor of the local
 expert count; all experts in one wave when an expert expects < 1 row). Within a wave all
-Linear-1 tiles run, then all its Linear-2 tiles; each phase's tiles are dealt block-cyclically
-over the streams (tile i of the phase to stream i mod n_streams), m-block-major.
+Linear-1 tiles run, then all its Linear-2 tiles; the tiles are dealt block-cyclically over the
+streams in that order (expert, m-block, n-block), the round-robin continuing from one phase
+into the next as DeepGEMM's per-SM block index does (``scheduler/mega_moe.cuh`` at the
+paper's expert-wave version: ``block_idx += kNumSMs``, less each finished phase's blocks).
 
 Interleaved (Algorithm 1): the scheduler rows are the rank's global m-blocks in expert order.
 Streams work in CTA pairs (stream 2g + r is role r of pair g, G = n_streams / 2 pairs) when
@@ -52,20 +54,29 @@ def d_knee(shape: MoEShape, n_streams: int) -> float:
 
 
 def default_lead(shape: MoEShape, n_streams: int) -> int:
-    """The smallest whole lead at or above D_knee, and at least 1 (deadlock-free)."""
-    return max(1, math.ceil(d_knee(shape, n_streams) - 1e-9))
+    """ceil(2 D_knee), at least 1 (deadlock-free).
+
+    Eq. 16 is a lower bound; the DES puts the knee at about D_knee when streams work in pairs
+    and about 2 D_knee when they cannot (odd n-block counts), and shows a lead of 2 D_knee
+    costs paired configs at most ~3% (benchmarks/results/moe_lead_knee.txt): one default for both.
+    """
+    return max(1, math.ceil(2.0 * d_knee(shape, n_streams) - 1e-9))
 
 
 def wave_table(shape: MoEShape, lay: ExpertLayout, n_streams: int = 132) -> TileTable:
     _check_streams(n_streams)
     per_wave = experts_per_wave(shape, n_streams)
     streams: list[list[np.ndarray]] = [[] for _ in range(n_streams)]
+    dealt = 0   # tiles dealt so far: the round-robin continues across phases, as DeepGEMM's block index does
     for first in range(0, shape.experts_local, per_wave):
         mblocks = np.arange(lay.expert_mblock[first], lay.expert_mblock[min(first + per_wave, shape.experts_local)])
         for kind, nblocks in ((L1, shape.l1_nblocks), (L2, shape.l2_nblocks)):
             phase = _phase_tiles(kind, mblocks, nblocks, lay)
-            for s in range(min(n_streams, len(phase))):
-                streams[s].append(phase[s::n_streams])
+            for s in range(n_streams):
+                start = (s - dealt) % n_streams   # phase tile t goes to stream (t + dealt) mod n_streams
+                if start < len(phase):
+                    streams[s].append(phase[start::n_streams])
+            dealt += len(phase)
     return _table(streams, shape, lay, "wave", 0.0)
 
 
