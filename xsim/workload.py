@@ -27,7 +27,7 @@ Per tile:
   tile the burst's number; left out, it is the tile's position in its stream.
 
 Per producer, ``producer_weight`` is its arbitration weight when the X-Stage is full (see
-:func:`xsim.des.fluid.flows`); equal weights share the drain fairly.
+:func:`xsim.des.water_fill.flows`); equal weights share the drain fairly.
 """
 
 from __future__ import annotations

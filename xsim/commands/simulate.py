@@ -16,7 +16,7 @@ def add_parser(sub):
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario parameter")
     p.add_argument("--engine", choices=ENGINES, default="fast",
                    help="fast (numba, default) or simpy (the readable reference; same results)")
-    p.add_argument("--out", type=Path, metavar="DIR", help="write tiles.csv, qtrace.csv, summary.json and plots")
+    p.add_argument("--out", type=Path, metavar="DIR", help="write index.html (summary and plots, offline), tiles.csv, qtrace.csv, summary.json")
     add_platform_options(p)
     add_json_option(p)
     return p
@@ -25,31 +25,48 @@ def add_parser(sub):
 def run(args) -> int:
     platform = platform_from_args(args)
     scenario = load_scenario(args.scenario).with_overrides(args.set)
-    workload = scenario.build(platform)
-    result = simulate(workload, engine=args.engine, trace=True)
-    summary = scenario.summarize(result)
+    if hasattr(scenario.module, "simulate"):   # a builder that runs several workloads (moe: both schedules)
+        result, summary = scenario.simulate(platform, args.engine)
+    else:
+        workload = scenario.build(platform)
+        result = simulate(workload, engine=args.engine, trace=True)
+        summary = scenario.summarize(result)
     document = {"scenario": scenario.name, "platform": platform.name, "engine": args.engine,
                 "params": dict(scenario.params), **summary, "closed_form": scenario.predict(platform)}
     if args.out:
-        write_outputs(args.out, result, document)
+        write_outputs(args.out, result, document, {**document, **flat_summary(summary)} if summary != flat_summary(summary)
+                      else None)
     if args.json:
         print_json(document)
         return 0
-    rows = []
-    for key, value in summary.items():
-        if isinstance(value, dict):
-            rows.append([key, value["mean"], value["median"], value["p10"], value["p90"], value["n"]])
-        else:
-            rows.append([key, value, "", "", "", ""])
-    print_table(f"{scenario.name} on {platform.name} ({args.engine} engine)", rows,
+    from xsim.report.sim_page import summary_rows
+    from xsim.units import human_key
+
+    print_table(f"{scenario.name} on {platform.name} ({args.engine} engine)", summary_rows(flat_summary(summary)),
                 ["quantity", "mean", "median", "p10", "p90", "n"])
-    print_table("closed form", list(document["closed_form"].items()))
+    print_table("closed form", [(k, human_key(k, v)) for k, v in document["closed_form"].items()])
+    if args.out:
+        print(f"wrote {args.out / 'index.html'} (open it offline), tiles.csv, qtrace.csv, summary.json")
     return 0
 
 
-def write_outputs(out: Path, result, document: dict) -> None:
+def flat_summary(summary: dict, prefix: str = "") -> dict:
+    """Nested sections (moe: one per schedule, the selector) as prefixed keys; statistics stay whole."""
+    out = {}
+    for key, value in summary.items():
+        if isinstance(value, dict) and "median" not in value:
+            out.update(flat_summary(value, f"{prefix}{key}."))
+        else:
+            out[prefix + key] = value
+    return out
+
+
+def write_outputs(out: Path, result, document: dict, page_document: dict | None = None) -> None:
+    """``page_document``: what the page shows when it differs from ``document`` (flat sections)."""
     from xsim.commands.common import _clean
     from xsim.plots import busy_figure, qtrace_figure, timeline_figure
+    from xsim.report import sim_page
+    from xsim.report.page import Page
 
     out.mkdir(parents=True, exist_ok=True)
     result.write_csv(out / "tiles.csv")
@@ -59,7 +76,8 @@ def write_outputs(out: Path, result, document: dict) -> None:
             for t, q in zip(*trace):
                 fh.write(f"{gpu},{t:.9g},{q:.9g}\n")
     (out / "summary.json").write_text(json.dumps(_clean(document), indent=2) + "\n")
-    qtrace_figure(result).write_html(out / "qtrace.html", include_plotlyjs="cdn")
-    timeline_figure(result).write_html(out / "timeline.html", include_plotlyjs="cdn")
     bin_us = max(result.makespan_us / 400, 1e-3)
-    busy_figure(result, bin_us).write_html(out / "busy.html", include_plotlyjs="cdn")
+    figures = {"timeline": timeline_figure(result), "qtrace": qtrace_figure(result), "busy": busy_figure(result, bin_us)}
+    page = Page(f"X-Stage simulation: {document['scenario']} on {document['platform']}",
+                [sim_page.section(_clean(page_document or document), figures)])
+    page.write(out / "index.html", plotlyjs="directory")  # plotly.min.js beside it: opens offline
