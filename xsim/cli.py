@@ -23,12 +23,15 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _expected_errors() -> tuple[type[BaseException], ...]:
+    from xsim.budget import BudgetError
+    from xsim.fileio import OutputError
     from xsim.params import ParamError
     from xsim.platform import ProfileError
     from xsim.scenario import ScenarioError
     from xsim.units import UnitError
 
-    errors: list[type[BaseException]] = [UsageError, ProfileError, ScenarioError, ParamError, UnitError]
+    errors: list[type[BaseException]] = [UsageError, ProfileError, ScenarioError, ParamError, UnitError,
+                                         BudgetError, OutputError]
     try:
         from xsim.des.simpy_engine import SimulationError
         errors.append(SimulationError)
@@ -57,12 +60,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line(message: str) -> str:
+    return " ".join(message.split())
+
+
 def main(argv: list[str] | None = None) -> int:
+    from xsim.fileio import forget_inputs
+
+    forget_inputs()  # the files this command reads are the ones it must not write over
     try:
         args = build_parser().parse_args(argv)
         return args.run(args)
     except _expected_errors() as exc:
-        print(f"xsim: error: {exc}", file=sys.stderr)
+        print(f"xsim: error: {_one_line(str(exc))}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print("xsim: error: out of memory (the estimate before the run was too low; please report it)",
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("xsim: interrupted", file=sys.stderr)

@@ -53,7 +53,10 @@ def _micro_html(rep, output: Path) -> tuple[list[str], str | None]:
     sections = [("summary (errors in percent, held-out points)", html.json_block(s)),
                 ("platform", html.json_block({k: v for k, v in rep.platform.to_dict().items() if k != "provenance"})),
                 ("every point", html.table(header, rows))]
-    output.write_text(html.page(f"X-Stage micro: predicted vs measured on {rep.platform.name}", sections, figs))
+    from xsim.fileio import atomic_write
+
+    atomic_write(output, html.page(f"X-Stage micro: predicted vs measured on {rep.platform.name}", sections, figs),
+                 "report")
     return html.write_pngs(figs, output.parent, output.stem)
 
 
@@ -70,7 +73,11 @@ def _table(summary: dict) -> None:
 def run(args) -> int:
     from calibration.records import RecordError
 
+    from xsim.fileio import check_output
+
     rs = _records(args)
+    if args.output:
+        check_output(args.output, "report")  # before the work: a missing folder is made, a bad path said
     wanted = EXPERIMENTS if args.experiment == "all" else (args.experiment,)
     present = set(rs.experiments)
     if args.experiment != "all" and args.experiment not in present:
