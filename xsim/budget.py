@@ -19,10 +19,9 @@ EVENTS_PER_TILE = 5
 MAX_EVENTS = 1_000_000_000            # 200 M tiles: about half an hour on the fast engine
 MAX_HORIZON_US = 1e12                 # 11.6 days simulated; a double still resolves 0.1 ns
 MEMORY_FRACTION = 0.8                 # of the memory available when the run starts
-# Peak bytes per tile (measured: docs/cli.md "Limits"), rounded up.
-BYTES_PER_TILE = {"fast": 450, "simpy": 2600}
-TRACE_BYTES_PER_TILE = 150            # q(t) breakpoints kept for the trace
-OUTPUT_BYTES_PER_TILE = 700           # --out: the tile table, CSV rows and the q(t) plot
+# Peak bytes per tile: (no trace, q(t) trace, trace + the --out files), measured peak RSS per
+# tile (docs/cli.md "Limits": fast 306 / 401 / 553, SimPy 1745 / - / 3438), rounded up.
+BYTES_PER_TILE = {"fast": (350, 450, 650), "simpy": (2000, 2300, 3600)}
 BASE_BYTES = 64 * 2**20               # per run, whatever its size
 
 
@@ -96,8 +95,6 @@ class Estimate:
 def estimate(builder, params: dict, platform, engine: str, trace: bool, outputs: bool = False) -> Estimate:
     """The estimate of one point of ``builder`` (a module with ``size``) on ``platform``."""
     tiles, horizon_us = builder.size(params, platform)
-    per_tile = BYTES_PER_TILE.get(engine, max(BYTES_PER_TILE.values()))
-    per_tile += TRACE_BYTES_PER_TILE if trace else 0
-    per_tile += OUTPUT_BYTES_PER_TILE if outputs else 0
+    per_tile = BYTES_PER_TILE.get(engine, BYTES_PER_TILE["simpy"])[2 if outputs else int(trace)]
     return Estimate(int(tiles), EVENTS_PER_TILE * int(tiles), BASE_BYTES + per_tile * int(tiles),
                     float(horizon_us), engine)

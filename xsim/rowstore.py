@@ -113,7 +113,7 @@ class RowStore:
     """The rows of one sweep in ``folder``; ``open`` checks the identity, ``append`` adds a row."""
 
     def __init__(self, folder: Path, ident: dict, resume: bool):
-        self.folder = ensure_folder(folder, "the sweep's --out folder")
+        self.folder = ensure_folder(folder, f"the sweep's --out folder {folder}")
         self._check_identity(ident, resume)
         rows = self._read_jsonl()
         self.columns = self._repair_csv(rows)

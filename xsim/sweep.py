@@ -182,7 +182,10 @@ def budget(scenario: Scenario, platform: Platform, points: list[dict], engine: s
     limit = memory_limit_bytes()
     largest, events = None, 0
     for point in points:
-        e = estimate(scenario.module, {**scenario.params, **point}, platform, engine, trace=False)
+        try:
+            e = estimate(scenario.module, {**scenario.params, **point}, platform, engine, trace=False)
+        except ValueError as exc:  # a point the builder refuses: said before anything runs
+            raise ScenarioError(f"point {point_id(point)}: {exc}") from None
         problem = e.problem(limit)
         if problem is not None:
             raise BudgetError(f"sweep point {point_id(point)} cannot run: {problem}")

@@ -56,6 +56,7 @@ def size(params: dict, platform: Platform) -> tuple[int, float]:
 
     A burst takes at most its issue time plus its drain (V / R) plus the gap, the loop's
     bookkeeping and the barrier; the run is ``bursts`` of them."""
+    _validate(params)
     k, n, b = params["producers"], params["bursts"], float(params["burst_bytes"])
     drain_us = k * b / gbps_to_bytes_per_us(platform.effective_drain_rate_gbps(params["peers"]))
     per_burst_us = (platform.t_iss0_us(k, b) + drain_us + params["gap_us"] + platform.burst_overhead_us

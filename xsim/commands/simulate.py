@@ -28,7 +28,7 @@ def run(args) -> int:
     scenario = load_scenario(args.scenario).with_overrides(args.set)
     outputs = args.out is not None
     if outputs:
-        ensure_folder(args.out, "the --out folder")
+        ensure_folder(args.out, f"the --out folder {args.out}")
     workload = scenario.build(platform, engine=args.engine, trace=outputs, outputs=outputs)
     result = simulate(workload, engine=args.engine, trace=outputs)
     summary = scenario.summarize(result)
@@ -55,7 +55,7 @@ def write_outputs(out: Path, result, document: dict) -> None:
     from xsim.commands.common import _clean
     from xsim.plots import busy_figure, qtrace_figure, timeline_figure
 
-    ensure_folder(out, "the --out folder")
+    ensure_folder(out, f"the --out folder {out}")
     with atomic_path(out / "tiles.csv", "tile table") as tmp:
         result.write_csv(tmp)
     with atomic_path(out / "qtrace.csv", "q(t) trace") as tmp, open(tmp, "w") as fh:
