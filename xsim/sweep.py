@@ -124,6 +124,7 @@ def init_worker(scenario: Scenario, platform: Platform, engine: str, in_process:
     _WORKER.update(scenario=scenario, platform=platform, engine=engine)
     if not in_process:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's: terminate() must just end it
         _die_with_parent()
 
 
