@@ -51,8 +51,20 @@ NUMBERS = st.sampled_from(["0", "-1", "1", "2.5", "1e999", "-1e999", "nan", "inf
                            " ", "3.", ".5", "1e-320", "99999999999999999999999"])
 UNITS = st.sampled_from(["", "B", "KB", "MiB", "GB", "us", "ns", "s", "GB/s", "TB/s", "µs", "x", "/"])
 JUNK = st.text(st.characters(blacklist_categories=["Cs"]), max_size=12)
-VALUES = st.one_of(st.builds(lambda n, u: n + u, NUMBERS, UNITS), JUNK,
-                   st.sampled_from(["true", "false", "xstage", "completion-coupled", "periodic", "isolated"]))
+GOOD = {"bytes": ["8KB", "32KB", "1MiB", "4096"], "us": ["0", "0.5", "3us", "500ns"], "gbps": ["700GB/s", "90"],
+        "int": ["1", "2", "3"], "bool": ["true", "false"], "str": ["xstage", "completion-coupled", "periodic"]}
+BAD = st.one_of(st.builds(lambda n, u: n + u, NUMBERS, UNITS), JUNK)
+VALUES = st.one_of(st.sampled_from([v for vs in GOOD.values() for v in vs]), BAD)
+
+
+def value(kind: str):
+    """A value for a parameter of ``kind``: mostly a good one, else anything."""
+    return st.one_of(st.sampled_from(GOOD[kind]), st.sampled_from(GOOD[kind]), VALUES)
+
+
+KINDS = {"producers": "int", "bursts": "int", "warmup_bursts": "int", "staging_depth": "int", "peers": "int",
+         "burst_bytes": "bytes", "gap_us": "us", "aligned": "bool", "barrier_waits_drain": "bool",
+         "coupling": "str", "mode": "str"}
 JSON_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20), st.sampled_from(
     [0.0, -1.0, 1e308, 1e-300, 2.5]), st.text(max_size=6), st.lists(st.integers(), max_size=3),
     st.dictionaries(st.text(max_size=4), st.integers(), max_size=2), st.just("NAN"), st.just("INF"))
@@ -115,7 +127,7 @@ RAW = st.sampled_from([b"", b"\xff\xfe\x00", b"{", b"[1, 2]", b"null", b'{"a": 1
 @st.composite
 def input_file(draw, kind: str):
     """(file name, bytes) of a scenario (TOML), profile (JSON) or records file (JSONL)."""
-    choice = draw(st.sampled_from(["valid", "mutated", "mutated", "raw"]))
+    choice = draw(st.sampled_from(["valid", "valid", "mutated", "mutated", "raw"]))
     if kind == "scenario":
         doc = SCENARIO if choice == "valid" else draw(mutated(SCENARIO))
         data = _toml(doc).encode() if choice != "raw" else draw(RAW)
@@ -158,31 +170,37 @@ def cases(draw, commands=COMMANDS):
         files[name] = data
         argv += ["--platform", draw(st.sampled_from([name, name, "paper-8gpu", "nope", "/dev/zero"]))]
     if command in ("model", "simulate", "sweep") and draw(st.integers(0, 3)) == 0:
-        argv += [draw(st.sampled_from(["--t-iss0-us", "--drain-gbps", "--capacity-bytes"])), draw(VALUES)]
+        option, kind = draw(st.sampled_from([("--t-iss0-us", "us"), ("--drain-gbps", "gbps"),
+                                             ("--capacity-bytes", "bytes")]))
+        argv += [option, draw(value(kind))]
     if command == "model":
-        argv = ["model", "--volume-bytes", draw(VALUES), "--gap-us", draw(VALUES)] + argv
+        argv = ["model", "--volume-bytes", draw(value("bytes")), "--gap-us", draw(value("us"))] + argv
         for option in ("--producers", "--peers"):
             if draw(st.booleans()):
-                argv += [option, draw(st.sampled_from(["0", "-1", "1", "132", "1e3", "x", "100001"]))]
+                argv += [option, draw(st.sampled_from(["1", "8", "132", "0", "-1", "1e3", "x", "100001"]))]
     elif command in ("simulate", "sweep"):
         name, data = draw(input_file("scenario"))
         files[name] = data
         scenario = draw(st.sampled_from([name, name, "periodic", "isolated", "nope", "/dev/zero", "missing.toml"]))
         sets = []
         for _ in range(draw(st.integers(0, 3))):
-            sets += ["--set", f"{draw(PARAM_KEYS)}={draw(VALUES)}"]
+            key = draw(PARAM_KEYS)
+            sets += ["--set", f"{key}={draw(value(KINDS.get(key, 'int')))}"]
         if scenario in ("periodic", "isolated"):
             sets = ["--set", "producers=2", "--set", "bursts=4", "--set", "warmup_bursts=1"] + sets
-        argv = [command, scenario, *sets, "--engine", "simpy"] + argv
+        argv = [command, scenario, *sets, "--engine", draw(st.sampled_from(["simpy", "fast"]))] + argv
         if command == "simulate":
             if draw(st.booleans()):
                 argv += ["--out", _output(draw(OUTPUTS), "")]
         else:
             for _ in range(draw(st.integers(1, 2))):
-                spec = draw(st.one_of(VALUES, st.builds(lambda a, b, c: f"{a}:{b}:{c}", VALUES, VALUES, VALUES),
+                key = draw(PARAM_KEYS)
+                good = value(KINDS.get(key, "int"))
+                spec = draw(st.one_of(good, st.builds(lambda a, b: f"{a},{b}", good, good),
+                                      st.builds(lambda a, b, c: f"{a}:{b}:{c}", good, good, good),
                                       st.sampled_from(["1,2", "0:2:1", "2:0:-1", "8KB,16KB", "a,,b"])))
-                argv += ["--grid", f"{draw(PARAM_KEYS)}={spec}"]
-            argv += ["--jobs", draw(st.sampled_from(["1", "0", "-2", "64"])), "--no-plots",
+                argv += ["--grid", f"{key}={spec}"]
+            argv += ["--jobs", draw(st.sampled_from(["1", "1", "2", "0", "-2", "64"])), "--no-plots",
                      "--out", _output(draw(OUTPUTS), "")]
             if draw(st.booleans()):
                 argv.append("--resume")
