@@ -7,7 +7,9 @@ Every command lives in ``xsim.commands.<name>`` with ``add_parser(subparsers)`` 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 from importlib import import_module
 
 COMMANDS = ("model", "simulate", "sweep", "calibrate", "bench", "report", "platforms", "scenarios")
@@ -68,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     from xsim.fileio import forget_inputs
 
     forget_inputs()  # the files this command reads are the ones it must not write over
+    previous = _sigterm_interrupts()
     try:
         args = build_parser().parse_args(argv)
         return args.run(args)
@@ -83,6 +86,20 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def _sigterm_interrupts():
+    """SIGTERM stops a command as Ctrl-C does (temporary files removed, workers stopped)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _raise_interrupt)
 
 
 if __name__ == "__main__":
