@@ -63,7 +63,9 @@ def test_a_resume_with_another_engine_or_code_is_refused(tmp_path):
     scenario = load_scenario("periodic").with_overrides(["producers=2", "bursts=6", "warmup_bursts=1"])
     platform = resolve_platform(None)
     ident = identity(scenario, platform, ["gap_us"], "simpy")
-    RowStore(tmp_path, ident, resume=False).close()
+    store = RowStore(tmp_path, ident, resume=False)
+    store.append({"point": '{"gap_us": 1.0}', "issue_us_mean": 1.5})
+    store.close()
     with pytest.raises(ValueError, match="engine"):
         RowStore(tmp_path, {**ident, "engine": "fast"}, resume=True)
     with pytest.raises(ValueError, match="code sha256"):
@@ -80,6 +82,11 @@ def test_extending_the_grid_resumes_and_only_appends(tmp_path, capsys):
     assert doc["skipped"] == 4 and doc["rows"] == 6
     assert (tmp_path / ROWS_JSONL).read_bytes().startswith(first)
     assert len(_agree(tmp_path)) == 6
+
+
+def test_a_sweep_that_finishes_no_row_leaves_no_files(tmp_path, capsys):
+    assert main(["sweep", "periodic", "--grid", "warmup_bursts=1,9", *SMALL, "--out", str(tmp_path / "s")]) == 2
+    assert not (tmp_path / "s").exists()  # the bad point is said before anything is written
 
 
 def test_opening_repairs_a_torn_line_and_a_short_csv(tmp_path):
@@ -117,7 +124,7 @@ def test_a_sweep_interrupted_at_random_instants_keeps_every_finished_row_once(tm
     out = tmp_path / "sweep"
     grid = "gap_us=0:59:1"
     argv = [sys.executable, "-m", "xsim", "sweep", "periodic", "--grid", grid, "--set", "producers=32",
-            "--set", "bursts=200", "--set", "warmup_bursts=2", "--engine", "fast", "--jobs", "2", "--no-plots",
+            "--set", "bursts=800", "--set", "warmup_bursts=2", "--engine", "fast", "--jobs", "2", "--no-plots",
             "--out", str(out)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     kills = [("SIGINT to the group", signal.SIGINT, True), ("SIGTERM", signal.SIGTERM, False),
@@ -132,7 +139,10 @@ def test_a_sweep_interrupted_at_random_instants_keeps_every_finished_row_once(tm
         while _lines(out / ROWS_JSONL) <= had and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.01)
         time.sleep(rng.uniform(0, 0.3))
-        (os.killpg if group else os.kill)(proc.pid, sig)
+        try:
+            (os.killpg if group else os.kill)(proc.pid, sig)
+        except ProcessLookupError:  # it finished first
+            pass
         err = proc.communicate(timeout=60)[1].decode()
         assert "Traceback" not in err, (seed, name, err)
         gone = time.monotonic() + 10

@@ -119,8 +119,7 @@ class RowStore:
         self.columns = self._repair_csv(rows)
         self.points: list[str] = [r["point"] for r in rows]  # the rows themselves stay on disk
         del rows
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
-        self._fds = [os.open(self.folder / ROWS_JSONL, flags, 0o644), os.open(self.folder / ROWS_CSV, flags, 0o644)]
+        self._fds: list[int] = []  # opened with the first row
 
     # ---- opening ---------------------------------------------------------------------------------
     def _check_identity(self, ident: dict, resume: bool) -> None:
@@ -129,11 +128,12 @@ class RowStore:
         if held and not resume:
             raise ParamError(f"{self.folder} already holds a sweep ({held[0]}); pass --resume to continue it "
                              "or choose another --out")
+        self._manifest = None
         if not manifest.exists():
             if held:
                 raise ParamError(f"--resume: {self.folder} holds rows but no {MANIFEST} to say which sweep they "
                                  "belong to; choose another --out")
-            atomic_write(manifest, json.dumps(ident, indent=2) + "\n", "sweep configuration")
+            self._manifest = json.dumps(ident, indent=2) + "\n"  # written with the first row
             return
         try:
             stored = parse_json(read_bytes(manifest, "sweep configuration", ParamError, register=False).decode())
@@ -199,6 +199,16 @@ class RowStore:
             head = self._csv_line(self.columns, {c: c for c in self.columns})
         line = (json.dumps(row, allow_nan=False) + "\n").encode()
         table = (head + self._csv_line(self.columns, row)).encode()
+        if self._manifest is not None:  # a sweep that never finished a row leaves no files
+            atomic_write(self.folder / MANIFEST, self._manifest, "sweep configuration")
+            self._manifest = None
+        if not self._fds:
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+            try:
+                self._fds = [os.open(self.folder / name, flags, 0o644) for name in (ROWS_JSONL, ROWS_CSV)]
+            except OSError as exc:
+                from xsim.fileio import _reason
+                raise OutputError(f"cannot append rows in {self.folder}: {_reason(exc)}") from None
         with held_signals():
             _write_all(self._fds[0], line, str(self.folder / ROWS_JSONL))
             _write_all(self._fds[1], table, str(self.folder / ROWS_CSV))

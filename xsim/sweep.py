@@ -233,30 +233,68 @@ class _Stop:
             signal.signal(signal.SIGTERM, self.previous)
 
 
+def _local_cluster_fits(scheduler: str | None, info: dict) -> None:
+    from xsim.sweep_cluster import parse_scheduler
+
+    if scheduler is None:
+        return
+    kind, workers = parse_scheduler(scheduler)
+    if kind == "local" and workers * info["largest_point_bytes"] > info["memory_limit_bytes"]:
+        raise BudgetError(f"--scheduler {scheduler}: {workers} workers of up to "
+                          f"{info['largest_point_bytes'] / 2**30:.3g} GiB each do not fit in the "
+                          f"{info['memory_limit_bytes'] / 2**30:.3g} GiB this machine can give")
+
+
 def run_sweep(scenario: Scenario, platform: Platform, points: list[dict], out_dir: Path, engine: str = "fast",
               jobs: int = 1, resume: bool = False, on_row: Callable[[dict], None] | None = None,
-              on_start: Callable[[dict], None] | None = None) -> int:
+              on_start: Callable[[dict], None] | None = None, scheduler: str | None = None) -> int:
     """Run every point not already finished (with ``resume``), appending rows to ``out_dir``;
     returns the number of rows the files hold. Rows are not kept in memory. ``on_start`` gets
-    what was decided before the first point: ``jobs``, ``skipped``, ``todo``, ``events``."""
+    what was decided before the first point: ``jobs``, ``skipped``, ``todo``, ``events``.
+    ``scheduler`` (``local:N`` or a dask scheduler address) runs the points on dask
+    (:mod:`xsim.sweep_cluster`) instead of ``jobs`` local processes; nothing else differs."""
     swept = sorted({k for p in points for k in p})
     jobs, info = budget(scenario, platform, points, engine, jobs)
-    store = RowStore(Path(out_dir), identity(scenario, platform, swept, engine), resume)
+    _local_cluster_fits(scheduler, info)
+    executor = None
+    if scheduler is not None:
+        from xsim.sweep_cluster import DaskExecutor
+
+        executor = DaskExecutor(scheduler)
+    try:
+        return _run(scenario, platform, points, Path(out_dir), engine, jobs, resume, on_row, on_start, executor,
+                    identity(scenario, platform, swept, engine), info)
+    finally:
+        if executor is not None:
+            executor.close()
+
+
+def _run(scenario, platform, points, out_dir, engine, jobs, resume, on_row, on_start, executor, ident, info) -> int:
+    store = RowStore(out_dir, ident, resume)
     try:
         done = store.finished
         todo = [p for p in points if point_id(p) not in done]
         jobs = min(jobs, max(len(todo), 1))
+        if executor is not None:
+            jobs = executor.workers
         if on_start:
-            on_start({**info, "jobs": jobs, "skipped": len(points) - len(todo), "todo": len(todo)})
-        if engine == "fast" and todo:
+            on_start({**info, "jobs": jobs, "skipped": len(points) - len(todo), "todo": len(todo),
+                      "executor": f"dask {executor.scheduler}" if executor else "local processes"})
+        if engine == "fast" and todo and executor is None:
             _warm_fast_engine()  # compile or load once, before the workers fork
         with _Stop():
-            results = _results(todo, jobs, (scenario, platform, engine))
+            if executor is None:
+                results = _results(todo, jobs, (scenario, platform, engine))
+            else:
+                results = executor.results(todo, (scenario, platform, engine))
             try:
                 for row in results:
                     if "error" in row:
                         raise ScenarioError(row["error"])
+                    if row["point"] in done:
+                        continue  # a point run twice (a chunk re-run after its worker died): one row
                     store.append(row)
+                    done.add(row["point"])
                     if on_row:
                         on_row(row)
             finally:

@@ -25,6 +25,9 @@ def add_parser(sub):
     p.add_argument("--out", type=Path, default=Path("sweep-out"), metavar="DIR",
                    help=f"where {ROWS_CSV}, {ROWS_JSONL} and sweep.html go (default sweep-out)")
     p.add_argument("--resume", action="store_true", help="keep the rows already in DIR and run only the rest")
+    p.add_argument("--scheduler", metavar="ADDRESS|local:N", default=None,
+                   help="run the points on dask: a running scheduler (tcp://HOST:PORT) or a LocalCluster of N "
+                        "worker processes (needs the optional extra 'cluster'); default: --jobs local processes")
     p.add_argument("--no-plots", action="store_true", help="skip sweep.html")
     add_platform_options(p)
     add_json_option(p)
@@ -59,6 +62,11 @@ class _Progress:
 def run(args) -> int:
     if args.jobs < 1:
         raise ParamError(f"--jobs must be >= 1, got {args.jobs}")
+    if args.scheduler is not None:
+        from xsim.sweep_cluster import _distributed, parse_scheduler
+
+        parse_scheduler(args.scheduler)
+        _distributed()  # says in one line that the extra is missing, before any work
     platform = platform_from_args(args)
     scenario = load_scenario(args.scenario).with_overrides(args.set)
     axes = [parse_axis(text, scenario.module.PARAMS) for text in args.grid]
@@ -70,7 +78,8 @@ def run(args) -> int:
     progress = _Progress(len(points))
     try:
         count = run_sweep(scenario, platform, points, args.out, engine=args.engine, jobs=args.jobs,
-                          resume=args.resume, on_row=progress.advance, on_start=progress.start)
+                          resume=args.resume, on_row=progress.advance, on_start=progress.start,
+                          scheduler=args.scheduler)
     finally:
         progress.stop()
     skipped = progress.info["skipped"]
@@ -81,7 +90,8 @@ def run(args) -> int:
         figures = write_figures(finished_rows(args.out), [a.key for a in axes], args.out)
     document = {"scenario": scenario.name, "platform": platform.name, "engine": args.engine,
                 "axes": {a.key: list(a.values) for a in axes}, "points": len(points), "skipped": skipped,
-                "rows": count, "jobs": progress.info["jobs"], "events": progress.info["events"], "out": str(args.out), "files": [str(args.out / ROWS_CSV), str(args.out / ROWS_JSONL)]
+                "rows": count, "jobs": progress.info["jobs"], "executor": progress.info["executor"],
+                "events": progress.info["events"], "out": str(args.out), "files": [str(args.out / ROWS_CSV), str(args.out / ROWS_JSONL)]
                 + [str(f) for f in figures]}
     if args.json:
         print_json(document)
