@@ -24,6 +24,8 @@ import hashlib
 import logging
 import math
 import pickle
+import signal
+import threading
 from typing import Iterator
 
 from xsim.params import ParamError
@@ -70,6 +72,32 @@ def run_chunk(setup: tuple, token: str, points: list[dict]) -> list[dict]:
     return [sweep.run_point(p) for p in points]
 
 
+def _ignore_ctrl_c(distributed):
+    """A dask worker plugin: a worker of a LocalCluster ignores Ctrl-C (the command stops it)."""
+
+    class IgnoreCtrlC(distributed.WorkerPlugin):
+        name = "xsim-ignore-ctrl-c"
+
+        def setup(self, worker) -> None:
+            if threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    return IgnoreCtrlC()
+
+
+def _local_cluster(distributed, workers: int):
+    """A LocalCluster whose worker processes ignore SIGINT: Ctrl-C reaches the whole process
+    group, and the workers must end by the command's close, not by a KeyboardInterrupt."""
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None  # inherited by the spawns
+    try:
+        return distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                        dashboard_address=None, silence_logs=logging.CRITICAL)
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, previous)
+
+
 def connect(scheduler: str):
     """(client, cluster or None): a client of the running scheduler, or of a LocalCluster started here."""
     distributed = _distributed()
@@ -77,10 +105,11 @@ def connect(scheduler: str):
     for name in ("distributed", "tornado"):
         logging.getLogger(name).setLevel(logging.CRITICAL)  # their warnings are not the CLI's lines
     if kind == "local":
-        cluster = distributed.LocalCluster(n_workers=value, threads_per_worker=1, processes=True,
-                                           dashboard_address=None, silence_logs=logging.CRITICAL)
+        cluster = _local_cluster(distributed, value)
         try:
-            return distributed.Client(cluster), cluster
+            client = distributed.Client(cluster)
+            client.register_plugin(_ignore_ctrl_c(distributed))  # also for a worker the nanny restarts
+            return client, cluster
         except BaseException:
             cluster.close()
             raise
@@ -113,7 +142,7 @@ class DaskExecutor:
         chunks = [points[i:i + size] for i in range(0, len(points), size)]
         futures = [self.client.submit(run_chunk, setup, token, chunk, pure=False) for chunk in chunks]
         try:
-            for future in distributed.as_completed(futures):
+            for future in distributed.as_completed(futures, loop=self.client.loop):  # this client's loop
                 yield from future.result()
         finally:
             self.client.cancel(futures)
