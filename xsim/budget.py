@@ -20,7 +20,7 @@ MAX_EVENTS = 1_000_000_000            # 200 M tiles: about half an hour on the f
 MAX_HORIZON_US = 1e12                 # 11.6 days simulated; a double still resolves 0.1 ns
 MEMORY_FRACTION = 0.8                 # of the memory available when the run starts
 # Peak bytes per tile: (no trace, q(t) trace, trace + the --out files), measured peak RSS per
-# tile (docs/cli.md "Limits": fast 306 / 401 / 553, SimPy 1745 / - / 3438), rounded up.
+# tile (benchmarks/results/bench_memory.txt: fast 306 / 401 / 596, SimPy 1646 / 1854 / 3263), rounded up.
 BYTES_PER_TILE = {"fast": (350, 450, 650), "simpy": (2000, 2300, 3600)}
 BASE_BYTES = 64 * 2**20               # per run, whatever its size
 
