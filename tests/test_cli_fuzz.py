@@ -204,6 +204,8 @@ def cases(draw, commands=COMMANDS):
                      "--out", _output(draw(OUTPUTS), "")]
             if draw(st.booleans()):
                 argv.append("--resume")
+            if draw(st.integers(0, 4)) == 0:  # bad ones only: a good one starts a cluster (slow)
+                argv += ["--scheduler", draw(st.sampled_from(["local:0", "local:x", "", "tcp://a b", "local:-1"]))]
     elif command in ("calibrate", "report"):
         name, data = draw(input_file("records"))
         files[name] = data
