@@ -27,9 +27,9 @@ def run(args) -> int:
     platform = platform_from_args(args)
     scenario = load_scenario(args.scenario).with_overrides(args.set)
     outputs = args.out is not None
-    if outputs:
-        ensure_folder(args.out, f"the --out folder {args.out}")
     workload = scenario.build(platform, engine=args.engine, trace=outputs, outputs=outputs)
+    if outputs:
+        ensure_folder(args.out, f"the --out folder {args.out}")  # before the run, after the budget
     result = simulate(workload, engine=args.engine, trace=outputs)
     summary = scenario.summarize(result)
     document = {"scenario": scenario.name, "platform": platform.name, "engine": args.engine,
