@@ -21,7 +21,8 @@ SCHEMA = "xstage.record/1"
 EXPERIMENTS = ("micro", "moe", "fa-a2a")
 STAT_KEYS = ("mean", "median", "p10", "p90", "min", "max", "n")
 REQUIRED_FIELDS = ("schema", "experiment", "kind", "params", "stats", "check", "platform", "commit")
-PLATFORM_IDENTITY = ("gpu", "sms", "gpu_count", "driver")  # must agree within one fit
+PLATFORM_IDENTITY = ("gpu", "sms", "gpu_count", "driver")  # required, and must agree within one fit
+PLATFORM_SAME = PLATFORM_IDENTITY + ("link",)               # must agree where given (a link is a platform)
 MICRO_TIMED_PARAMS = ("producers", "burst_bytes", "gap_us", "aligned", "mechanism")
 MICRO_TIMED_KINDS = ("periodic", "isolated", "local")
 # The type of each micro param a fit or a report reads: (check, what it must be).
@@ -168,7 +169,7 @@ def validate(data: Any, where: str) -> bool:
 
 
 def _identity(platform: Mapping[str, Any]) -> dict:
-    return {k: platform.get(k) for k in PLATFORM_IDENTITY}
+    return {k: platform.get(k) for k in PLATFORM_SAME}
 
 
 def _parse_file(text: str, source: str) -> tuple[list[Record], int]:
@@ -212,7 +213,7 @@ def parse_texts(texts: Sequence[tuple[str, bytes]]) -> RecordSet:
     for r in records[1:]:
         ident = _identity(r.data["platform"])
         if ident != reference:
-            diff = ", ".join(f"{k} {ident[k]!r} vs {reference[k]!r}" for k in PLATFORM_IDENTITY if ident[k] != reference[k])
+            diff = ", ".join(f"{k} {ident[k]!r} vs {reference[k]!r}" for k in PLATFORM_SAME if ident[k] != reference[k])
             raise RecordError(f"{r.where}: mixed platforms: {diff} (first record at {first.where})")
     return RecordSet(tuple(records), skipped, whole.hexdigest(), tuple(files), dict(first.data["platform"]))
 
@@ -225,20 +226,31 @@ def load_records(paths: Sequence[str | Path]) -> RecordSet:
     return parse_texts(texts)
 
 
-def shipped_record_files() -> list:
-    """The record files that ship with the package (``calibration/records/*.jsonl``), sorted."""
+def shipped_record_files(platform: str | None = None) -> list:
+    """The record files that ship with the package (``calibration/records/*.jsonl``), sorted.
+
+    Shipped files are named ``<platform>-<experiment>[-...].jsonl``; with ``platform`` given, only
+    that platform's files (one RecordSet holds one platform).
+    """
     folder = resources.files("calibration") / "records"
     if not folder.is_dir():
         return []
-    return sorted((e for e in folder.iterdir() if e.name.endswith(".jsonl")), key=lambda e: e.name)
+    return sorted((e for e in folder.iterdir() if e.name.endswith(".jsonl")
+                   and (platform is None or e.name.startswith(f"{platform}-"))), key=lambda e: e.name)
 
 
-def load_shipped_records(experiment: str | None = None) -> RecordSet | None:
-    """The shipped records (of one experiment, if given); None when there are none."""
-    texts = [(e.name, e.read_bytes()) for e in shipped_record_files()]
+def load_shipped_records(experiment: str | None = None, platform: str | None = None) -> RecordSet | None:
+    """The shipped records of one platform (of one experiment, if given); None when there are none."""
+    texts = [(e.name, e.read_bytes()) for e in shipped_record_files(platform)]
     if not texts:
         return None
     rs = parse_texts(texts)
     if experiment is not None and experiment not in rs.experiments:
         return None
     return rs
+
+
+def shipped_traces_dir(platform: str):
+    """The folder of a platform's shipped per-burst traces, ``records/<platform>-traces``; None if absent."""
+    entry = resources.files("calibration") / "records" / f"{platform}-traces"
+    return entry if entry.is_dir() else None

@@ -4,7 +4,8 @@ burst_store_kernels.py).
 K producer CTAs, one per SM and co-resident (cooperative launch; a large dynamic
 shared-memory request keeps a second CTA off each SM), each store B bytes per burst,
 `bursts` times, with a gap of `gap_cycles` SM cycles after each burst. Device buffers:
-    dst     uint8 [bursts * K * B]   local or peer (symmetric-memory) address
+    dst     uint8 [ring * K * B]     local, peer (symmetric memory) or host (mapped pinned)
+                                     address; burst j writes ring slot j % ring
     stamps  int64 [K, bursts, 4]     clock64/globaltimer at issue start and end
     info    int64 [K, 8]             globaltimer edges at kernel start/end, %smid
     bar, err int32 [1]               grid-barrier counter, barrier-timeout flag
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .burst_store_kernels import INFO_WORDS, MECHANISMS, SOURCE, STAMP_WORDS
-from .pattern import torch_check, torch_poison
+from .pattern import region_bytes, torch_check, torch_poison
 
 ONE_CTA_PER_SM_SMEM_BYTES = 120 * 1024   # two of these do not fit one SM's 228 KB
 MAX_DYNAMIC_SMEM_BYTES = 227 * 1024
@@ -62,8 +63,11 @@ class BurstStore:
         return self._functions[mechanism][1]
 
     def run(self, dst_ptr: int, producers: int, burst_bytes: int, bursts: int,
-            gap_cycles: int, aligned: bool, mechanism: str, threads: int) -> Run:
-        """Launch once, wait, return the stamps. Asserts the launch shape first."""
+            gap_cycles: int, aligned: bool, mechanism: str, threads: int, ring: int | None = None) -> Run:
+        """Launch once, wait, return the stamps. Asserts the launch shape first.
+
+        ``ring``: destination slots of K*B bytes (burst j writes slot j % ring); None: ``bursts``.
+        """
         torch = self._torch
         if not 1 <= producers <= self.max_producers:
             raise ValueError(f'"producers" must be in [1, {self.max_producers}] (one per SM).')
@@ -74,6 +78,9 @@ class BurstStore:
             smem = max(smem, burst_bytes)
         if smem > MAX_DYNAMIC_SMEM_BYTES:
             raise ValueError("tma staging buffer does not fit shared memory")
+        ring = bursts if ring is None else ring
+        if not 1 <= ring <= bursts:
+            raise ValueError('"ring" must be in [1, bursts].')
         fn = self.function(mechanism)
         dev = torch.device("cuda", self.device_index)
         stamps = torch.zeros(producers * bursts * STAMP_WORDS, dtype=torch.int64, device=dev)
@@ -81,7 +88,7 @@ class BurstStore:
         self.bar.zero_()
         self.err.zero_()
         u64 = np.uint64
-        args = (u64(dst_ptr), u64(burst_bytes), np.int32(bursts), np.int64(gap_cycles),
+        args = (u64(dst_ptr), u64(burst_bytes), np.int32(bursts), np.int32(ring), np.int64(gap_cycles),
                 np.int32(1 if aligned else 0), u64(self.bar.data_ptr()),
                 u64(self.err.data_ptr()), u64(stamps.data_ptr()), u64(info.data_ptr()),
                 np.int64(BARRIER_TIMEOUT_CYCLES))
@@ -124,17 +131,11 @@ class BurstStore:
         return out.cpu().numpy()
 
 
-def reference(producers: int, burst_bytes: int, bursts: int) -> np.ndarray:
-    """What the destination must hold afterwards (uint32 [bursts, K, B/4]); see pattern.py."""
-    from .pattern import expected_buffer
-
-    return expected_buffer(producers, burst_bytes, bursts)
+def poison(buf_u8, producers: int, burst_bytes: int, bursts: int, ring: int | None = None) -> None:
+    """Fill the region a run writes with the poison word (the reference is pattern.expected_buffer)."""
+    torch_poison(buf_u8, region_bytes(producers, burst_bytes, bursts, ring))
 
 
-def poison(buf_u8, producers: int, burst_bytes: int, bursts: int) -> None:
-    torch_poison(buf_u8, bursts * producers * burst_bytes)
-
-
-def check(buf_u8, producers: int, burst_bytes: int, bursts: int) -> tuple[bool, float]:
-    """Destination (uint8 torch tensor on its own GPU) against the pattern."""
-    return torch_check(buf_u8, producers, burst_bytes, bursts)
+def check(buf_u8, producers: int, burst_bytes: int, bursts: int, ring: int | None = None) -> tuple[bool, float]:
+    """Destination (uint8 CUDA tensor: on its own GPU, or host memory read over PCIe) against the pattern."""
+    return torch_check(buf_u8, producers, burst_bytes, bursts, ring)

@@ -3,15 +3,18 @@
 One kernel, `burst_store`, compiled once per store mechanism (-DMECH=...). K producer CTAs
 (one per SM, co-resident) each store B bytes per burst into `dst`, then spin a gap of
 `gap_cycles` SM cycles with no stores, `bursts` times. Burst j of producer p writes the B
-bytes at dst + (j*K + p)*B (every burst a fresh destination, burst-major layout), each
-4-byte word w holding pattern_word(p, j, w) (see pattern.py for the reference).
+bytes at dst + ((j % ring)*K + p)*B (burst-major layout; `ring` slots of K*B bytes spanning
+well over twice the L2, so every burst writes lines no earlier burst left in the L2: see
+destination.py), each 4-byte word w holding pattern_word(p, j, w) (pattern.py holds the
+reference and the constants, substituted into this source).
 
-Timing (thread 0 of each CTA), per (producer, burst), into stamps[(p*bursts + j)*4 + :]:
+Timing (thread 0 of each CTA), per (producer, burst), into stamps[(p*bursts + j)*STAMP_WORDS + :]
+(the layout timing.py reads: its STAMP_*/INFO_* indices are substituted below):
   [0] clock64 at issue start   (after __syncthreads: the whole CTA is ready)
   [1] clock64 at issue end     (after __syncthreads that follows the last store:
                                 every thread's stores issued/accepted; no fence)
   [2] %globaltimer at issue start, [3] %globaltimer at issue end
-Per CTA, into info[p*8 + :]: a globaltimer edge at kernel start [0] (ns) with the clock64
+Per CTA, into info[p*INFO_WORDS + :]: a globaltimer edge at kernel start [0] (ns) with the clock64
 read right at that edge [1], the same at kernel end [2], [3], and %smid [4]. The edges map
 every clock64 stamp of that SM onto the global ns timeline (resolution of the clock, not of
 the coarser globaltimer) and give the SM clock rate over the whole kernel.
@@ -27,19 +30,25 @@ every burst. A barrier wait longer than `timeout_cycles` sets *err = 1 and from 
 kernel stops waiting, so it can never hang.
 """
 
+from string import Template
+
+from .pattern import C_J, C_P, C_W
+from .timing import (INFO_CLK0, INFO_CLK1, INFO_NS0, INFO_NS1, INFO_SMID, STAMP_CLK_END, STAMP_CLK_START,
+                     STAMP_NS_END, STAMP_NS_START)
+
 MECHANISMS = {"st.v4": 0, "st.v2": 1, "st.b32": 2, "tma": 3}
 INFO_WORDS = 8
 STAMP_WORDS = 4
-TMA_CHUNK_BYTES = 4096
+TMA_CHUNK_BYTES = 4096   # bytes per cp.async.bulk instruction
 
-SOURCE = r"""
+_SOURCE = Template(r"""
 typedef unsigned int u32;
 typedef unsigned long long u64;
 
 #ifndef MECH
 #define MECH 0
 #endif
-#define TMA_CHUNK 4096u
+#define TMA_CHUNK ${TMA_CHUNK}u
 
 __device__ __forceinline__ u64 global_ns() {
     u64 t;
@@ -55,10 +64,10 @@ __device__ __forceinline__ u32 sm_id() {
 
 // Word w of producer p's burst j. Same formula as pattern.py (uint32 wrap-around).
 __device__ __forceinline__ u32 pattern_base(u32 p, u32 j) {
-    return (p * 2654435761u) ^ (j * 2246822519u);
+    return (p * ${C_P}u) ^ (j * ${C_J}u);
 }
 __device__ __forceinline__ u32 pattern_word(u32 base, u32 w) {
-    return base ^ (w * 3266489917u);
+    return base ^ (w * ${C_W}u);
 }
 
 // Spin until %globaltimer ticks; return the new value and the clock64 read at the tick.
@@ -91,7 +100,7 @@ __device__ __forceinline__ void grid_barrier(u32* bar, u32 target, long long tim
 }
 
 extern "C" __global__ void __launch_bounds__(1024, 1)
-burst_store(unsigned char* __restrict__ dst, u64 burst_bytes, int bursts,
+burst_store(unsigned char* __restrict__ dst, u64 burst_bytes, int bursts, int ring,
             long long gap_cycles, int aligned, u32* bar, int* err,
             long long* __restrict__ stamps, long long* __restrict__ info,
             long long timeout_cycles)
@@ -105,15 +114,15 @@ burst_store(unsigned char* __restrict__ dst, u64 burst_bytes, int bursts,
 
     if (tid == 0) {
         timer_edge(edge);
-        info[p * 8 + 0] = edge[0];
-        info[p * 8 + 1] = edge[1];
-        info[p * 8 + 4] = (long long)sm_id();
+        info[p * ${INFO_WORDS} + ${INFO_NS0}] = edge[0];
+        info[p * ${INFO_WORDS} + ${INFO_CLK0}] = edge[1];
+        info[p * ${INFO_WORDS} + ${INFO_SMID}] = (long long)sm_id();
     }
 
     for (int j = 0; j < bursts; ++j) {
         if (aligned) grid_barrier(bar, (u32)(j + 1) * K, timeout_cycles, err);
         const u32 base = pattern_base(p, (u32)j);
-        unsigned char* out = dst + ((u64)j * K + p) * burst_bytes;
+        unsigned char* out = dst + ((u64)(j % ring) * K + p) * burst_bytes;
 #if MECH == 3
         {   // stage the tile in shared memory (not part of the issue span)
             uint4* s4 = reinterpret_cast<uint4*>(smem);
@@ -183,11 +192,11 @@ burst_store(unsigned char* __restrict__ dst, u64 burst_bytes, int bursts,
         if (tid == 0) {
             const long long c1 = clock64();
             const u64 g1 = global_ns();
-            long long* s = stamps + ((u64)p * bursts + j) * 4;
-            s[0] = c0;
-            s[1] = c1;
-            s[2] = (long long)g0;
-            s[3] = (long long)g1;
+            long long* s = stamps + ((u64)p * bursts + j) * ${STAMP_WORDS};
+            s[${STAMP_CLK_START}] = c0;
+            s[${STAMP_CLK_END}] = c1;
+            s[${STAMP_NS_START}] = (long long)g0;
+            s[${STAMP_NS_END}] = (long long)g1;
         }
         if (gap_cycles > 0) {
             const long long t = clock64();
@@ -200,8 +209,8 @@ burst_store(unsigned char* __restrict__ dst, u64 burst_bytes, int bursts,
     __syncthreads();
     if (tid == 0) {
         timer_edge(edge);
-        info[p * 8 + 2] = edge[0];
-        info[p * 8 + 3] = edge[1];
+        info[p * ${INFO_WORDS} + ${INFO_NS1}] = edge[0];
+        info[p * ${INFO_WORDS} + ${INFO_CLK1}] = edge[1];
     }
 }
 
@@ -216,4 +225,8 @@ extern "C" __global__ void timer_probe(long long* out, int n) {
         last = g;
     }
 }
-"""
+""")
+SOURCE = _SOURCE.substitute(C_P=C_P, C_J=C_J, C_W=C_W, TMA_CHUNK=TMA_CHUNK_BYTES, INFO_WORDS=INFO_WORDS,
+                            STAMP_WORDS=STAMP_WORDS, INFO_NS0=INFO_NS0, INFO_CLK0=INFO_CLK0, INFO_NS1=INFO_NS1,
+                            INFO_CLK1=INFO_CLK1, INFO_SMID=INFO_SMID, STAMP_CLK_START=STAMP_CLK_START,
+                            STAMP_CLK_END=STAMP_CLK_END, STAMP_NS_START=STAMP_NS_START, STAMP_NS_END=STAMP_NS_END)

@@ -1,10 +1,12 @@
 """Start GPU experiments under torchrun (standard library only: imports without torch).
 
-    bench("micro", nproc=2, out=Path("records.jsonl"), extra_args=["--suite", "quick"])
+    bench("micro", nproc=2, out=Path("records.jsonl"), extra_args=["--suite", "quick"], target="peer")
 
-runs `python -m torch.distributed.run --nproc-per-node 2 -m hwkernels.micro --out ... `
+runs `python -m torch.distributed.run --nproc-per-node 2 -m hwkernels.micro --target peer --out ...`
 with multicast disabled (NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1) and the
-git commit of this checkout in XSTAGE_COMMIT / XSTAGE_DIRTY for the records.
+git commit of this checkout in XSTAGE_COMMIT / XSTAGE_DIRTY for the records. The destination
+(`peer`: another GPU, N >= 2; `host`: pinned host memory over PCIe, any N >= 1) is checked here,
+before torchrun starts, so a wrong one is one line and no GPU time.
 """
 
 import os
@@ -13,9 +15,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .destination import DestinationError, check_kind
+
 SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
             "NVSHMEM_DISABLE_NVLS": "1"}
-EXPERIMENTS = {"micro": "hwkernels.micro"}
+EXPERIMENTS = {"micro": "hwkernels.micro", "fa-a2a": "hwkernels.fa_bench"}
 NO_GPU_MESSAGE = "no GPUs found: xsim bench needs NVIDIA GPUs"
 
 
@@ -77,18 +81,27 @@ def run_torchrun(module: str, nproc: int, args: list[str], env: dict | None = No
     return subprocess.run(cmd, env=child_env).returncode
 
 
-def bench(experiment: str, nproc: int | None, out: Path, extra_args: list[str]) -> int:
-    """Run one experiment's suite on `nproc` GPUs (None: all), appending records to `out`."""
+def bench(experiment: str, nproc: int | None, out: Path, extra_args: list[str], target: str = "peer") -> int:
+    """Run one experiment's suite on `nproc` GPUs (None: all for peer, 1 for host), appending
+    records to `out`. Raises NoGPUError without GPUs and ValueError (DestinationError) for an
+    unknown target or one the GPU count cannot serve."""
     if experiment not in EXPERIMENTS:
         raise ValueError(f'"experiment" must be one of {sorted(EXPERIMENTS)}, got {experiment!r}.')
+    check_kind(target, 2 if target == "peer" else 1)   # an unknown target fails before any GPU look-up
     found = gpu_count()
     if found == 0:
         raise NoGPUError(NO_GPU_MESSAGE)
+    if nproc is None:
+        nproc = found if target == "peer" else 1
+    if target == "peer" and found < 2:
+        raise DestinationError(f"--target peer needs at least 2 GPUs, found {found}: use --target host on one GPU")
+    check_kind(target, nproc)
+    if not 1 <= nproc <= found:
+        raise ValueError(f'"nproc" must be in [1, {found}] (GPUs found), got {nproc}.')
     env = {}
     if "XSTAGE_COMMIT" not in os.environ:
         commit, dirty = git_state(Path(__file__).resolve().parent.parent)
         env["XSTAGE_COMMIT"] = commit
         if dirty:
             env["XSTAGE_DIRTY"] = dirty
-    return run_torchrun(EXPERIMENTS[experiment], found if nproc is None else nproc,
-                        ["--out", str(out), *extra_args], env)
+    return run_torchrun(EXPERIMENTS[experiment], nproc, ["--out", str(out), "--target", target, *extra_args], env)

@@ -5,15 +5,24 @@ Gap sweeps are planned as fractions of the measured zero-gap period P0(K, B) of 
 gap_us = frac * P0, so the sweep straddles the recovery gap G* = [V/R - T_iss0]+ on any
 platform without knowing R in advance. Isolated bursts get a recovery gap long enough to
 drain any burst at a pessimistic rate before the next one starts.
+
+Every suite exists for both destinations (`peer`: another GPU over NVLink; `host`: mapped
+pinned host memory over PCIe). The host link drains several times slower, so its suite keeps
+the same structure with fewer, shorter points (a drain-limited burst lasts ~7x longer), a
+pessimistic recovery rate of its own, and only the copy-engine baseline (NCCL has no host
+destination). Bulk-copy (tma) points run last in a suite: a mechanism that faults on a
+destination then loses nothing measured before it.
 """
 
 from dataclasses import dataclass, replace
+
+from .destination import H200_L2_BYTES, KINDS as DESTINATIONS, ring_bursts
 
 KB = 1024
 KINDS = ("periodic", "isolated", "local", "ce-copy", "nccl")
 MECHS = ("st.v4", "st.v2", "st.b32", "tma", "copy-engine", "nccl")
 TMA_MAX_BYTES = 192 * KB          # staging buffer must fit the 227 KB of shared memory
-RECOVERY_RATE_BYTES_PER_US = 2e5  # 200 GB/s: pessimistic drain rate for isolated gaps
+RECOVERY_RATE_BYTES_PER_US = {"peer": 2e5, "host": 2e4}  # pessimistic drain rates (200, 20 GB/s)
 
 R_FIT_PRODUCERS = (16, 33, 66, 132)
 R_FIT_BYTES = tuple(b * KB for b in (4, 8, 16, 32, 64, 128))
@@ -47,6 +56,7 @@ class Point:
     group: str = ""
     trace: bool = False
     gap_frac: float | None = None
+    destination: str = "peer"
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -67,23 +77,38 @@ class Point:
             raise ValueError('"target" must be "remote" or "local".')
         if self.threads < 0 or self.threads > 1024 or self.threads % 32:
             raise ValueError('"threads" must be a multiple of 32 in [0, 1024].')
+        if self.destination not in DESTINATIONS:
+            raise ValueError(f'"destination" must be one of {DESTINATIONS}.')
+        if self.kind == "nccl" and self.destination != "peer":
+            raise ValueError('"nccl" baselines need a peer destination.')
 
     @property
     def volume_bytes(self) -> int:
         return self.producers * self.burst_bytes
 
+    def ring(self, l2_bytes: int = H200_L2_BYTES) -> int:
+        """Destination slots of K*B bytes (burst j writes slot j % ring): >= 4x the L2, <= bursts."""
+        return ring_bursts(self.volume_bytes, self.bursts, l2_bytes)
+
     @property
     def dst_bytes(self) -> int:
-        """Destination bytes one run writes (every burst a fresh slot)."""
+        """Destination bytes one run writes (every burst a fresh slot of the ring)."""
         if self.kind in ("ce-copy", "nccl"):
             return self.burst_bytes
-        return self.bursts * self.producers * self.burst_bytes
+        return self.ring() * self.producers * self.burst_bytes
+
+    @property
+    def where(self) -> str:
+        """Where the stores land: 'local' (the control), 'remote' (a peer GPU) or 'host'."""
+        if self.target == "local":
+            return "local"
+        return "remote" if self.destination == "peer" else "host"
 
     @property
     def key(self) -> str:
         al = "al" if self.aligned else "fr"
         return (f"{self.kind}_{self.mechanism}_K{self.producers}_B{self.burst_bytes // KB}k_"
-                f"G{self.gap_us:g}_{al}_t{self.threads}_{self.target}")
+                f"G{self.gap_us:g}_{al}_t{self.threads}_{self.where}")
 
     def resolve_gap(self, period0_us: float) -> "Point":
         """The point with gap_us = gap_frac * period0_us (unchanged if no fraction)."""
@@ -94,33 +119,60 @@ class Point:
         return replace(self, gap_us=round(self.gap_frac * period0_us, 3), gap_frac=None)
 
 
-def recovery_gap_us(volume_bytes: int) -> float:
-    """A gap after which any burst of this volume has drained: 3x at 200 GB/s, plus 20 us."""
-    return round(20.0 + 3.0 * volume_bytes / RECOVERY_RATE_BYTES_PER_US, 1)
+def recovery_gap_us(volume_bytes: int, destination: str = "peer") -> float:
+    """A gap after which any burst of this volume has drained: 3x at the pessimistic rate, plus 20 us."""
+    return round(20.0 + 3.0 * volume_bytes / RECOVERY_RATE_BYTES_PER_US[destination], 1)
 
 
 def isolated(producers: int, burst_bytes: int, group: str, mechanism: str = "st.v4",
-             threads: int = 256, target: str = "remote", trace: bool = False) -> Point:
+             threads: int = 256, target: str = "remote", trace: bool = False,
+             destination: str = "peer", bursts: int = 16, warmup: int = 4) -> Point:
     kind = "isolated" if target == "remote" else "local"
-    return Point(kind, producers, burst_bytes, gap_us=recovery_gap_us(producers * burst_bytes),
-                 bursts=16, warmup_bursts=4, aligned=True, mechanism=mechanism,
-                 threads=threads, target=target, repeats=4, group=group, trace=trace)
+    return Point(kind, producers, burst_bytes,
+                 gap_us=recovery_gap_us(producers * burst_bytes, destination), bursts=bursts,
+                 warmup_bursts=warmup, aligned=True, mechanism=mechanism, threads=threads,
+                 target=target, repeats=4, group=group, trace=trace, destination=destination)
 
 
 TRACED_FREE_ZERO_GAP = ((33, 32 * KB), (66, 64 * KB))
 TRACED_ISOLATED = ((132, 20 * KB), (132, 24 * KB), (132, 32 * KB))
 
 
+@dataclass(frozen=True)
+class Shape:
+    """How long a destination's periodic points are, and which sizes its sweeps cover."""
+
+    bursts: int
+    warmup: int
+    gap_fracs: tuple
+    iso_bytes: tuple
+    iso_bursts: int
+    baseline_bytes: tuple
+
+
+SHAPES = {
+    "peer": Shape(64, 16, GAP_FRACS, ISO_BYTES, 16, BASELINE_BYTES),
+    "host": Shape(32, 8, (0.0, 0.2, 0.4, 0.6, 0.75, 0.85, 0.9, 0.95, 1.0, 1.05, 1.1, 1.2, 1.5, 2.0, 3.0),
+                  tuple(b * KB for b in (2, 4, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48, 64, 80, 96,
+                                         128, 160, 192, 256, 320, 384)),
+                  8, BASELINE_BYTES),
+}
+
+
 def zero_gap_grid(mechs=("st.v4",), producers=R_FIT_PRODUCERS, sizes=R_FIT_BYTES,
-                  alignments=(True, False)) -> list[Point]:
-    return [Point("periodic", k, b, aligned=al, mechanism=m, group="rfit",
+                  alignments=(True, False), destination="peer") -> list[Point]:
+    sh = SHAPES[destination]
+    return [Point("periodic", k, b, aligned=al, mechanism=m, group="rfit", bursts=sh.bursts,
+                  warmup_bursts=sh.warmup, destination=destination,
                   trace=(not al and m == "st.v4" and (k, b) in TRACED_FREE_ZERO_GAP))
             for m in mechs for k in producers for b in sizes for al in alignments]
 
 
-def gap_sweep(producers: int, burst_bytes: int, mechanism="st.v4", fracs=GAP_FRACS,
-              local=True, traced=(0.0, 0.8, 1.0, 2.0)) -> list[Point]:
+def gap_sweep(producers: int, burst_bytes: int, mechanism="st.v4", fracs=None,
+              local=True, traced=(0.0, 0.8, 1.0, 2.0), destination="peer") -> list[Point]:
     """Periodic points over gap fractions, aligned and free-running, remote and local."""
+    sh = SHAPES[destination]
+    fracs = sh.gap_fracs if fracs is None else fracs
     out = []
     targets = ("remote", "local") if local else ("remote",)
     for target in targets:
@@ -131,48 +183,62 @@ def gap_sweep(producers: int, burst_bytes: int, mechanism="st.v4", fracs=GAP_FRA
                          and producers == 132 and burst_bytes == 32 * KB
                          and mechanism == "st.v4")
                 out.append(Point(kind, producers, burst_bytes, aligned=al, mechanism=mechanism,
-                                 target=target, group="gap", gap_frac=f, trace=trace))
+                                 target=target, group="gap", gap_frac=f, trace=trace,
+                                 bursts=sh.bursts, warmup_bursts=sh.warmup, destination=destination))
     return out
 
 
-def baselines(sizes=BASELINE_BYTES, repeats=10) -> list[Point]:
+def baselines(sizes=BASELINE_BYTES, repeats=10, destination="peer") -> list[Point]:
+    kinds = ("ce-copy", "nccl") if destination == "peer" else ("ce-copy",)
     return [Point(kind, 1, n, bursts=repeats, warmup_bursts=2, aligned=False,
                   mechanism=kind if kind == "nccl" else "copy-engine", threads=0,
-                  repeats=repeats, group="baseline")
-            for kind in ("ce-copy", "nccl") for n in sizes]
+                  repeats=repeats, group="baseline", destination=destination)
+            for kind in kinds for n in sizes]
 
 
-def full_plan() -> list[Point]:
-    """The whole calibration sweep (a few device-minutes)."""
-    pts = zero_gap_grid()
-    pts += zero_gap_grid(mechs=("st.b32", "st.v2", "tma"), producers=(33, 132),
-                         alignments=(True,))
+def full_plan(destination: str = "peer") -> list[Point]:
+    """The whole calibration sweep (a few device-minutes); bulk-copy points last."""
+    d, sh = destination, SHAPES[destination]
+    iso = lambda k, b, group, **kw: isolated(k, b, group, destination=d, bursts=sh.iso_bursts,  # noqa: E731
+                                             warmup=min(4, sh.iso_bursts // 2), **kw)
+    pts = baselines(sizes=sh.baseline_bytes, destination=d)   # first: the flag below needs the CE rate
+    pts += zero_gap_grid(destination=d)
+    pts += zero_gap_grid(mechs=("st.b32", "st.v2"), producers=(33, 132), alignments=(True,), destination=d)
     for k, b in GAP_CONFIGS:
-        pts += gap_sweep(k, b)
-    pts += gap_sweep(132, 32 * KB, mechanism="tma", local=False)
+        pts += gap_sweep(k, b, destination=d)
     for k in R_FIT_PRODUCERS:
-        pts += [isolated(k, b, "iso", trace=((k, b) in TRACED_ISOLATED)) for b in ISO_BYTES]
-    pts += [isolated(132, b, "iso", mechanism="tma") for b in ISO_BYTES if b <= TMA_MAX_BYTES]
-    pts += [isolated(132, b, "iso", target="local") for b in ISO_BYTES]
-    for m in ("st.v4", "st.v2", "st.b32", "tma"):
+        pts += [iso(k, b, "iso", trace=((k, b) in TRACED_ISOLATED)) for b in sh.iso_bytes]
+    pts += [iso(132, b, "iso", target="local") for b in sh.iso_bytes]
+    for m in ("st.v4", "st.v2", "st.b32"):
         threads = TISS_THREADS + ((1024,) if m == "st.v4" else ())
         for k in TISS_PRODUCERS:
             for b in TISS_BYTES:
-                pts += [isolated(k, b, "tiss0", mechanism=m, threads=t) for t in threads]
+                pts += [iso(k, b, "tiss0", mechanism=m, threads=t) for t in threads]
                 if k == 132:
-                    pts.append(isolated(k, b, "tiss0", mechanism=m, target="local"))
-    pts += baselines()
+                    pts.append(iso(k, b, "tiss0", mechanism=m, target="local"))
+    pts += zero_gap_grid(mechs=("tma",), producers=(33, 132), alignments=(True,), destination=d)
+    pts += gap_sweep(132, 32 * KB, mechanism="tma", local=False, destination=d)
+    pts += [iso(132, b, "iso", mechanism="tma") for b in sh.iso_bytes if b <= TMA_MAX_BYTES]
+    for k in TISS_PRODUCERS:
+        for b in TISS_BYTES:
+            pts += [iso(k, b, "tiss0", mechanism="tma", threads=t) for t in TISS_THREADS]
+            if k == 132:
+                pts.append(iso(k, b, "tiss0", mechanism="tma", target="local"))
     return pts
 
 
-def quick_plan() -> list[Point]:
+def quick_plan(destination: str = "peer") -> list[Point]:
     """A smoke sweep: every kind and mechanism once or twice, a short gap sweep."""
-    pts = [Point("periodic", 132, 32 * KB, aligned=al, mechanism=m, group="rfit")
-           for m in ("st.v4", "st.b32", "tma") for al in (True, False)]
-    pts += gap_sweep(132, 32 * KB, fracs=(0.0, 0.5, 1.0, 2.0), traced=(1.0,))
-    pts += [isolated(132, b, "iso") for b in (16 * KB, 32 * KB, 64 * KB)]
-    pts += [isolated(132, 32 * KB, "iso", mechanism="tma")]
-    pts += baselines(sizes=(132 * 32 * KB, 256 << 20), repeats=5)
+    d, sh = destination, SHAPES[destination]
+    pts = baselines(sizes=(132 * 32 * KB, 256 << 20), repeats=5, destination=d)
+    pts += [Point("periodic", 132, 32 * KB, aligned=al, mechanism=m, group="rfit", bursts=sh.bursts,
+                  warmup_bursts=sh.warmup, destination=d)
+            for m in ("st.v4", "st.b32") for al in (True, False)]
+    pts += gap_sweep(132, 32 * KB, fracs=(0.0, 0.5, 1.0, 2.0), traced=(1.0,), destination=d)
+    pts += [isolated(132, b, "iso", destination=d) for b in (16 * KB, 32 * KB, 64 * KB)]
+    pts += [Point("periodic", 132, 32 * KB, aligned=al, mechanism="tma", group="rfit", bursts=sh.bursts,
+                  warmup_bursts=sh.warmup, destination=d) for al in (True, False)]
+    pts += [isolated(132, 32 * KB, "iso", mechanism="tma", destination=d)]
     return pts
 
 

@@ -1,4 +1,4 @@
-"""What the records say about the machine: GPU, count, SMs, clock, link, driver, versions."""
+"""What the records say about the machine: GPU, count, SMs, clock, destination and link, driver, versions."""
 
 import subprocess
 
@@ -25,7 +25,24 @@ def link_between(topo_text: str, a: int, b: int) -> str:
     return "unknown"
 
 
-def platform(world: int, sm_clock_mhz: float, device_index: int = 0, peer_index: int = 1) -> dict:
+def pcie_link(device_index: int) -> str:
+    """The GPU's host link as 'PCIe Gen5 x16' (the maximum the GPU and system support), or 'unknown'."""
+    fields = _smi(f"--id={device_index}", "--query-gpu=pcie.link.gen.max,pcie.link.width.max",
+                  "--format=csv,noheader,nounits").strip().split(",")
+    if len(fields) != 2 or not all(f.strip().isdigit() for f in fields):
+        return "unknown"
+    return f"PCIe Gen{fields[0].strip()} x{fields[1].strip()}"
+
+
+def link_name(destination: str, device_index: int = 0, peer_index: int = 1) -> str:
+    """The link a destination's stores cross: the peer link (e.g. 'NV18') or the host PCIe link."""
+    if destination == "host":
+        return pcie_link(device_index)
+    return link_between(_smi("topo", "-m"), device_index, peer_index)
+
+
+def platform(world: int, sm_clock_mhz: float, device_index: int = 0, peer_index: int = 1,
+             destination: str = "peer") -> dict:
     import torch
 
     try:
@@ -39,7 +56,8 @@ def platform(world: int, sm_clock_mhz: float, device_index: int = 0, peer_index:
         "gpu_count": world,
         "sms": props.multi_processor_count,
         "sm_clock_mhz": round(sm_clock_mhz),
-        "link": link_between(_smi("topo", "-m"), device_index, peer_index),
+        "destination": destination,
+        "link": link_name(destination, device_index, peer_index),
         "driver": driver_version(),
         "cuda": torch.version.cuda or "unknown",
         "torch": torch.__version__.split("+")[0],

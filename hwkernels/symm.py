@@ -1,14 +1,15 @@
-"""torch.distributed + PyTorch symmetric memory setup for the microbenchmarks.
+"""torch.distributed and PyTorch symmetric memory for the GPU experiments.
 
-Multicast is never used: NCCL_NVLS_ENABLE=0 and TORCH_SYMM_MEM_DISABLE_MULTICAST=1 (and
-NVSHMEM_DISABLE_NVLS=1) are forced before NCCL or symmetric memory initialise.
+Multicast is never used: the variables of ``launch.SAFE_ENV`` (NCCL_NVLS_ENABLE=0,
+TORCH_SYMM_MEM_DISABLE_MULTICAST=1, NVSHMEM_DISABLE_NVLS=1) are forced before NCCL or
+symmetric memory initialise. ``init`` joins the torchrun job (any N >= 1: the host-link
+experiments run with one process); ``symmetric_buffer`` is only made for ``peer`` destinations.
 """
 
 import os
 from dataclasses import dataclass
 
-SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
-            "NVSHMEM_DISABLE_NVLS": "1"}
+from .launch import SAFE_ENV
 
 
 def force_safe_env() -> None:
@@ -17,13 +18,19 @@ def force_safe_env() -> None:
 
 @dataclass
 class Dist:
-    """This process's place in the job and its buffers."""
+    """This process's place in the job."""
 
     rank: int
     world: int
     device: object          # torch.device
-    symm: object            # uint8 tensor: this rank's symmetric buffer (peers write here)
-    handle: object          # _SymmetricMemory handle of `symm`
+
+
+@dataclass
+class SymmetricBuffer:
+    """This rank's symmetric buffer (peers write here) and its mapped view of every peer's."""
+
+    buffer: object          # uint8 tensor
+    handle: object          # _SymmetricMemory handle of `buffer`
     nbytes: int
 
     def peer_ptr(self, peer: int) -> int:
@@ -37,20 +44,29 @@ class Dist:
         return self.handle.get_buffer(peer, (self.nbytes,), torch.uint8)
 
 
-def init(nbytes: int) -> Dist:
-    """Join the torchrun job (NCCL), pick the GPU, allocate and rendezvous `nbytes`."""
+def init() -> Dist:
+    """Join the torchrun job (NCCL) and pick this rank's GPU."""
     force_safe_env()
     import torch
     import torch.distributed as dist
-    import torch.distributed._symmetric_memory as symm_mem
 
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     torch.cuda.set_device(local_rank)
     device = torch.device("cuda", local_rank)
     dist.init_process_group("nccl", device_id=device)
-    buf = symm_mem.empty(nbytes, dtype=torch.uint8, device=device)
+    return Dist(dist.get_rank(), dist.get_world_size(), device)
+
+
+def symmetric_buffer(nbytes: int, d: Dist) -> SymmetricBuffer:
+    """Allocate and rendezvous `nbytes` of symmetric memory across the job."""
+    force_safe_env()
+    import torch
+    import torch.distributed as dist
+    import torch.distributed._symmetric_memory as symm_mem
+
+    buf = symm_mem.empty(nbytes, dtype=torch.uint8, device=d.device)
     handle = symm_mem.rendezvous(buf, dist.group.WORLD)
-    return Dist(dist.get_rank(), dist.get_world_size(), device, buf, handle, nbytes)
+    return SymmetricBuffer(buf, handle, nbytes)
 
 
 def all_ok(flag: bool, err: float = 0.0) -> tuple[bool, float]:

@@ -49,7 +49,7 @@ def test_bench_runs_torchrun_with_safe_env(monkeypatch, tmp_path):
     assert rc == 0
     assert seen["cmd"][1:] == ["-m", "torch.distributed.run", "--nproc-per-node", "2", "-m",
                                "hwkernels.micro", "--out", str(tmp_path / "r.jsonl"),
-                               "--suite", "quick"]
+                               "--target", "peer", "--suite", "quick"]
     env = seen["env"]
     assert env["NCCL_NVLS_ENABLE"] == "0" and env["TORCH_SYMM_MEM_DISABLE_MULTICAST"] == "1"
     assert env["XSTAGE_COMMIT"] == "deadbeef"
@@ -68,3 +68,32 @@ def test_micro_cli_help_without_gpu():
     out = subprocess.run([sys.executable, "-m", "hwkernels.micro", "--help"], cwd=ROOT,
                          capture_output=True, text=True)
     assert out.returncode == 0 and "--suite" in out.stdout
+
+
+def test_destination_errors_before_any_gpu_time(monkeypatch):
+    """--target peer with one GPU, --target host without a GPU, an unknown target: one clear error."""
+    from hwkernels.destination import DestinationError
+
+    monkeypatch.setattr(launch.subprocess, "run", lambda *a, **k: pytest.fail("torchrun must not start"))
+    monkeypatch.setattr(launch, "gpu_count", lambda: 1)
+    with pytest.raises(DestinationError, match="--target peer needs at least 2 GPUs, found 1"):
+        launch.bench("micro", None, Path("x"), [], target="peer")
+    with pytest.raises(DestinationError, match='"target" must be one of peer, host'):
+        launch.bench("micro", 1, Path("x"), [], target="nvlink")
+    monkeypatch.setattr(launch, "gpu_count", lambda: 0)
+    with pytest.raises(launch.NoGPUError):
+        launch.bench("micro", 1, Path("x"), [], target="host")
+
+
+def test_host_target_defaults_to_one_process(monkeypatch, tmp_path):
+    seen = {}
+    monkeypatch.setattr(launch, "gpu_count", lambda: 8)
+
+    def fake_run(cmd, env=None, **kw):
+        seen["cmd"] = cmd
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(launch.subprocess, "run", fake_run)
+    monkeypatch.setattr(launch, "git_state", lambda repo: ("abc", "0"))
+    launch.bench("micro", None, tmp_path / "r.jsonl", [], target="host")
+    assert seen["cmd"][4] == "1" and seen["cmd"][-2:] == ["--target", "host"]

@@ -56,3 +56,29 @@ def test_torch_check_catches_poison_and_misplaced_words():
     swapped[1, 0], swapped[1, 1] = swapped[1, 1].copy(), swapped[1, 0].copy()
     buf = torch.from_numpy(swapped.view(np.int32).ravel().copy()).view(torch.uint8)
     assert pattern.torch_check(buf, k, b, n)[0] is False
+
+
+def test_ring_slots_hold_the_last_burst_written():
+    from hwkernels.destination import last_burst_in_slot, ring_bursts, ring_slot
+
+    # 10 bursts over a ring of 4: slots hold bursts 8, 9, 6, 7
+    assert [ring_slot(j, 4) for j in range(10)] == [0, 1, 2, 3, 0, 1, 2, 3, 0, 1]
+    assert pattern.slot_bursts(10, 4) == [8, 9, 6, 7]
+    assert pattern.slot_bursts(3, 8) == [0, 1, 2]
+    assert all(last_burst_in_slot(s, 4, 10) == max(j for j in range(10) if j % 4 == s) for s in range(4))
+    assert ring_bursts(132 * 32 * 1024, 64) == 59          # ceil(4 * 60 MiB / 4.125 MiB)
+    assert ring_bursts(1 << 30, 64) == 1 and ring_bursts(1024, 64) == 64
+    exp = pattern.expected_buffer(3, 64, 10, ring=4)
+    assert exp.shape == (4, 3, 16)
+    assert np.array_equal(exp[1], pattern.expected_buffer(3, 64, 10)[9])
+    assert pattern.slot_byte_offset(2, 9, 3, 64, ring=4) == (1 * 3 + 2) * 64
+
+
+def test_torch_check_with_a_ring():
+    torch = pytest.importorskip("torch")
+    k, b, n, ring = 3, 64, 10, 4
+    exp = pattern.expected_buffer(k, b, n, ring)
+    buf = torch.from_numpy(exp.view(np.uint8).reshape(-1).copy())
+    assert pattern.torch_check(buf, k, b, n, ring) == (True, 0.0)
+    wrong = torch.from_numpy(pattern.expected_buffer(k, b, n)[:ring].view(np.uint8).reshape(-1).copy())
+    assert pattern.torch_check(wrong, k, b, n, ring)[0] is False   # bursts 0..3 are stale in a ring of 4

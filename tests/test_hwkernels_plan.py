@@ -64,6 +64,26 @@ def test_point_validation(kw, msg):
 
 
 def test_dst_bytes():
-    assert Point("periodic", 132, 32 * KB).dst_bytes == 64 * 132 * 32 * KB
+    # the ring: >= 4x the 60 MiB L2 in whole bursts, never more than the bursts run
+    assert Point("periodic", 132, 32 * KB).dst_bytes == 59 * 132 * 32 * KB
+    assert Point("periodic", 16, 4 * KB).dst_bytes == 64 * 16 * 4 * KB
     assert Point("ce-copy", 1, 1 << 20, mechanism="copy-engine").dst_bytes == 1 << 20
     assert max(p.dst_bytes for p in plan.full_plan()) <= 2 << 30
+
+
+def test_host_plan_has_every_group_and_no_nccl():
+    pts = plan.full_plan("host")
+    assert {p.destination for p in pts} == {"host"}
+    assert {p.kind for p in pts} == {"periodic", "isolated", "local", "ce-copy"}
+    assert pts[0].kind == "ce-copy"                       # the CE rate is known before any store point
+    first_tma = next(i for i, p in enumerate(pts) if p.mechanism == "tma")
+    assert all(p.mechanism == "tma" for p in pts[first_tma:])   # a faulting mechanism runs last
+    assert all(p.key.endswith(("_host", "_local")) for p in pts if p.kind != "ce-copy")
+    iso = [p for p in pts if p.kind == "isolated" and p.group == "iso" and p.producers == 132]
+    assert max(p.volume_bytes for p in iso) >= 12 * 2**20   # far past a few-MiB knee
+    assert all(p.gap_us >= plan.recovery_gap_us(p.volume_bytes, "host") for p in iso)
+
+
+def test_nccl_needs_a_peer():
+    with pytest.raises(ValueError, match="nccl"):
+        Point("nccl", 1, 4096, mechanism="nccl", threads=0, destination="host")

@@ -36,6 +36,9 @@ def test_report_json_contract_on_synthetic_records(calibrated, capsys):
     # the DES made the synthetic records, so on held-out points it predicts them to the noise
     des = micro["heldout_errors_percent"]["des"]
     assert des["aligned"]["period_mape"] < 3 and des["free_running"]["issue_mean_mape"] < 5
+    assert des["aligned"]["issue_p90_mape"] >= 0 and des["aligned"]["issue_max_mape"] >= 0  # the DES has tails
+    assert micro["heldout_errors_percent"]["mode-aware"]["aligned"]["issue_p90_mape"] is None  # a closed form has none
+    assert len(micro["records_time_utc"]) == 2
     assert doc["ce_ratio"] == pytest.approx(1 / 1.05, rel=0.03)
 
 
@@ -46,12 +49,17 @@ def test_report_html_and_all_experiments(calibrated, capsys, tmp_path):
                 "-o", str(out), "--json")
     text = out.read_text()
     assert text.startswith("<!doctype html>") and text.count("plotly.js") >= 1 and "(c) isolated burst" in text
+    # title, then per experiment: headline, captioned figures, folded details; one section per experiment
+    body = text[text.index("</head>"):]
+    assert body.index("xsim-headline") < body.index("xsim-figure") < body.index("<details>")
+    assert body.count("<figcaption>") == body.count("class='xsim-figure'") >= 4 and body.count("<section") == 3
+    assert "R, drain rate" in body and "GB/s (95% CI" in body and "every point" in body and "raw summary" in body
     assert set(doc["experiments"]) == {"micro", "moe", "fa-a2a"}
     assert "no moe records" in doc["experiments"]["moe"]["note"]
     assert len(doc["png"]) >= 4 or any("PNG skipped" in n for n in doc["notes"])
 
 
-@pytest.mark.parametrize("experiment", ["moe", "fa-a2a"])
+@pytest.mark.parametrize("experiment", ["moe"])  # fa-a2a records ship: tests/test_report_fa_a2a.py
 def test_report_without_records_for_the_experiment_exits_2(capsys, experiment):
     assert main(["report", "--experiment", experiment]) == 2
     err = capsys.readouterr().err
@@ -71,14 +79,15 @@ def test_report_bad_records_file_exits_2(tmp_path, capsys):
     assert "bad.jsonl:1: broken JSON line" in capsys.readouterr().err
 
 
-def test_trace_panels_from_the_shipped_traces():
+@pytest.mark.parametrize("name", ["h200-nvlink-x2", "h200-pcie-host"])
+def test_trace_panels_from_the_shipped_traces(name):
     from xsim.platform import resolve_platform
     from xsim.report import micro_traces
 
-    traces = micro_traces.shipped_traces()
-    if not traces:
-        pytest.skip("no shipped traces")
-    figs = micro_traces.figures(resolve_platform("h200-nvlink-x2"), traces)
+    traces = micro_traces.shipped_traces(name)
+    assert traces, f"{name} ships its per-burst traces"
+    assert all(t["meta"].get("destination", "peer") == ("host" if "pcie" in name else "peer") for t in traces.values())
+    figs = micro_traces.figures(resolve_platform(name), traces)
     assert set(figs) == {"e_unfair_service", "f_phase_drift"}
     name = next(n for n, t in traces.items() if t["meta"]["kind"] == "periodic" and not t["meta"]["aligned"]
                 and t["meta"]["gap_us"] == 0 and t["meta"]["producers"] == 132)

@@ -120,5 +120,5 @@ def write_figures(rows: list[dict], axes: list[str], out_dir: Path) -> list[Path
 
     path = out_dir / "sweep.html"
     with atomic_path(path, "sweep plot") as tmp:
-        fig.write_html(tmp, include_plotlyjs=True)
+        fig.write_html(tmp, include_plotlyjs=True, config={"displaylogo": False})  # offline: no link to plotly.com
     return [path]

@@ -14,6 +14,9 @@ def add_parser(sub):
     p.add_argument("experiment", choices=EXPERIMENTS)
     p.add_argument("--nproc", type=int, metavar="N", help="GPUs to use (default: all)")
     p.add_argument("--out", type=Path, required=True, metavar="RECORDS.jsonl", help="records file to append to")
+    p.add_argument("--target", choices=("peer", "host"), default="peer",
+                   help="where remote stores land: another GPU over NVLink (peer, N >= 2) or pinned host "
+                        "memory over PCIe (host, any N >= 1)")
     p.add_argument("--suite", choices=("full", "quick"), default="full", help="sweep size (default full)")
     return p
 
@@ -31,6 +34,6 @@ def run(args) -> int:
 
     check_output(args.out, "records")  # records are appended there: a folder or a bad path fails now
     try:
-        return bench(args.experiment, args.nproc, args.out, ["--suite", args.suite])
+        return bench(args.experiment, args.nproc, args.out, ["--suite", args.suite], target=args.target)
     except (NoGPUError, ValueError) as exc:
         raise ParamError(str(exc)) from None

@@ -7,6 +7,7 @@ from pathlib import Path
 from xsim.commands.common import add_json_option, print_json, print_table
 from xsim.fileio import check_output
 from xsim.platform import save_profile
+from xsim.units import format_bytes, format_percent, format_us, human_key
 
 
 def add_parser(sub):
@@ -17,7 +18,7 @@ def add_parser(sub):
     p.add_argument("--mechanism", default=None, help="store mechanism to fit (default st.v4 if present)")
     p.add_argument("--statistic", default="mean", choices=("mean", "median"), help="statistic fitted (default mean)")
     p.add_argument("--traces", metavar="DIR", default=None,
-                   help="per-burst traces for the arbitration weights (default: traces/ beside the first records file)")
+                   help="per-burst traces for the arbitration weights (default: NAME-traces/ beside the first records file)")
     p.add_argument("--fair", action="store_true", help="no arbitration weights (every producer served equally)")
     add_json_option(p)
     return p
@@ -32,20 +33,20 @@ def _rows(profile) -> list[tuple[str, object]]:
     for stage in ("drain_rate", "t_iss0", "burst_overhead", "grid_barrier"):
         for name, v in fit[stage]["parameters"].items():
             lo, hi = v["ci95"]
-            rows.append((name, f'{v["value"]:.4g}  [{lo:.4g}, {hi:.4g}]'))
+            rows.append((name, f'{human_key(name, v["value"])}  [{human_key(name, lo)}, {human_key(name, hi)}]'))
     for k, knee in fit["capacity_knees"].items():
         lo, hi = knee["ci95_bytes"]
-        rows.append((f"Q(K={k}) knee, MiB", f'{knee["capacity_bytes"] / 2**20:.4g}  [{lo / 2**20:.4g}, {hi / 2**20:.4g}]'))
+        rows.append((f"Q(K={k}) knee", f'{format_bytes(knee["capacity_bytes"])}  [{format_bytes(lo)}, {format_bytes(hi)}]'))
     head = pv["headline"]
     arb = pv.get("arbitration")
     rows.append(("arbitration weights", f'{arb["n_producers"]} from {arb["trace"]}' if arb else "none (fair)"))
-    rows += [("T_iss0(132, 32KB) us", head["t_iss0_us_at_k132_b32kib"]),
-             ("Q(132) MiB", head["capacity_bytes_at_k132"] / 2**20), ("ce_ratio", head["ce_ratio"])]
+    rows += [("T_iss0(132, 32 KiB)", format_us(head["t_iss0_us_at_k132_b32kib"])),
+             ("Q(132)", format_bytes(head["capacity_bytes_at_k132"])), ("ce_ratio", head["ce_ratio"])]
     for model, errors in pv["heldout"]["errors_percent"].items():
         for mode in ("aligned", "free_running"):
             e = errors[mode]
-            rows.append((f"held-out {model} {mode}", f'period MAPE {e["period_mape"]:.3g}%, mean issue MAPE '
-                                                    f'{e["issue_mean_mape"]:.3g}%'))
+            rows.append((f"held-out {model} {mode}", f'period MAPE {format_percent(e["period_mape"])}, '
+                                                    f'mean issue MAPE {format_percent(e["issue_mean_mape"])}'))
     return rows
 
 
@@ -56,7 +57,8 @@ def _weights(args, mechanism: str):
 
     if args.fair:
         return None
-    folder = Path(args.traces) if args.traces else Path(args.records[0]).parent / "traces"
+    name = args.name or Path(args.output).stem
+    folder = Path(args.traces) if args.traces else Path(args.records[0]).parent / f"{name}-traces"
     if not folder.is_dir():
         if args.traces:
             raise RecordError(f"traces folder {args.traces} does not exist")

@@ -17,7 +17,7 @@ def add_parser(sub):
     p.add_argument("scenario", help="shipped scenario name or TOML file")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario parameter")
     p.add_argument("--engine", choices=ENGINES, default="simpy", help="simpy (reference) or fast (numba)")
-    p.add_argument("--out", type=Path, metavar="DIR", help="write tiles.csv, qtrace.csv, summary.json and plots")
+    p.add_argument("--out", type=Path, metavar="DIR", help="write index.html (summary and plots, offline), tiles.csv, qtrace.csv, summary.json")
     add_platform_options(p)
     add_json_option(p)
     return p
@@ -39,21 +39,22 @@ def run(args) -> int:
     if args.json:
         print_json(document)
         return 0
-    rows = []
-    for key, value in summary.items():
-        if isinstance(value, dict):
-            rows.append([key, value["mean"], value["median"], value["p10"], value["p90"], value["n"]])
-        else:
-            rows.append([key, value, "", "", "", ""])
-    print_table(f"{scenario.name} on {platform.name} ({args.engine} engine)", rows,
+    from xsim.report.sim_page import summary_rows
+    from xsim.units import human_key
+
+    print_table(f"{scenario.name} on {platform.name} ({args.engine} engine)", summary_rows(summary),
                 ["quantity", "mean", "median", "p10", "p90", "n"])
-    print_table("closed form", list(document["closed_form"].items()))
+    print_table("closed form", [(k, human_key(k, v)) for k, v in document["closed_form"].items()])
+    if args.out:
+        print(f"wrote {args.out / 'index.html'} (open it offline), tiles.csv, qtrace.csv, summary.json")
     return 0
 
 
 def write_outputs(out: Path, result, document: dict) -> None:
     from xsim.commands.common import _clean
     from xsim.plots import busy_figure, qtrace_figure, timeline_figure
+    from xsim.report import sim_page
+    from xsim.report.page import Page
 
     ensure_folder(out, f"the --out folder {out}")
     with atomic_path(out / "tiles.csv", "tile table") as tmp:
@@ -65,7 +66,7 @@ def write_outputs(out: Path, result, document: dict) -> None:
                 fh.write(f"{gpu},{t:.9g},{q:.9g}\n")
     atomic_write(out / "summary.json", json.dumps(_clean(document), indent=2) + "\n", "summary")
     bin_us = max(result.makespan_us / 400, 1e-3)
-    for name, fig in (("qtrace", qtrace_figure(result)), ("timeline", timeline_figure(result)),
-                      ("busy", busy_figure(result, bin_us))):
-        with atomic_path(out / f"{name}.html", "plot") as tmp:
-            fig.write_html(tmp, include_plotlyjs="cdn")
+    figures = {"timeline": timeline_figure(result), "qtrace": qtrace_figure(result), "busy": busy_figure(result, bin_us)}
+    page = Page(f"X-Stage simulation: {document['scenario']} on {document['platform']}",
+                [sim_page.section(_clean(document), figures)])
+    page.write(out / "index.html", plotlyjs="directory")  # plotly.min.js beside it: opens offline

@@ -11,6 +11,7 @@ from xsim.des import ENGINES
 from xsim.params import ParamError
 from xsim.scenario import load_scenario
 from xsim.sweep import ROWS_CSV, ROWS_JSONL, finished_rows, parse_axis, plan, run_sweep
+from xsim.units import human_key
 
 
 def add_parser(sub):
@@ -59,6 +60,15 @@ class _Progress:
             self.progress.stop()
 
 
+def _human(key: str, value) -> str:
+    """Axis values in the unit their key carries (``gap_us: 0 µs, 1 µs, ...``), the rest as they are."""
+    if isinstance(value, dict):
+        return "; ".join(f"{k}: " + ", ".join(human_key(k, v) for v in vs) for k, vs in value.items())
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    return human_key(key, value)
+
+
 def run(args) -> int:
     if args.jobs < 1:
         raise ParamError(f"--jobs must be >= 1, got {args.jobs}")
@@ -91,11 +101,11 @@ def run(args) -> int:
     document = {"scenario": scenario.name, "platform": platform.name, "engine": args.engine,
                 "axes": {a.key: list(a.values) for a in axes}, "points": len(points), "skipped": skipped,
                 "rows": count, "jobs": progress.info["jobs"], "executor": progress.info["executor"],
-                "events": progress.info["events"], "out": str(args.out), "files": [str(args.out / ROWS_CSV), str(args.out / ROWS_JSONL)]
-                + [str(f) for f in figures]}
+                "events": progress.info["events"], "out": str(args.out),
+                "files": [str(args.out / ROWS_CSV), str(args.out / ROWS_JSONL)] + [str(f) for f in figures]}
     if args.json:
         print_json(document)
     else:
-        print_table(f"sweep of {scenario.name} on {platform.name}", [(k, v) for k, v in document.items()])
+        print_table(f"sweep of {scenario.name} on {platform.name}", [(k, _human(k, v)) for k, v in document.items()])
     sys.stderr.flush()
     return 0

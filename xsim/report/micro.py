@@ -55,6 +55,7 @@ def _measured(r) -> dict:
     out = {f"issue_{k}": r.stat("issue_us", k) for k in ("mean", "median", "p90")}
     out.update({f"period_{k}": r.stat("period_us", k) if r.kind != "isolated" else float("nan")
                 for k in ("mean", "median", "p90")})
+    out["issue_max"] = r.stat("issue_us", "max")   # slowest (CTA, burst) issue: NaN where absent
     out["burst_issue_median"] = r.stat("burst_issue_us", "median")
     return out
 
@@ -73,7 +74,7 @@ def _des(row: Row, record, platform: Platform, engine: str) -> dict | None:
     if s is None:
         return None
     out = {"issue_us": s["issue_us"]["mean"], "issue_median_us": s["issue_us"]["median"],
-           "issue_p90_us": s["issue_us"]["p90"]}
+           "issue_p90_us": s["issue_us"]["p90"], "issue_max_us": s["issue_us"]["max"]}
     if row.kind != "isolated":
         out["period_us"] = s["period_us"]["mean"]
     return out
@@ -91,6 +92,11 @@ def _errors(rows: list[Row], model: str) -> dict:
                                             [r.measured["issue_mean"] for r in sub]),
             "issue_median_mape": mape_percent([r.predicted[model]["issue_us"] for r in sub],
                                               [r.measured["issue_median"] for r in sub]),
+            # tails: only a model that predicts a distribution (the DES) has them; NaN otherwise
+            "issue_p90_mape": mape_percent([r.predicted[model].get("issue_p90_us", np.nan) for r in sub],
+                                           [r.measured["issue_p90"] for r in sub]),
+            "issue_max_mape": mape_percent([r.predicted[model].get("issue_max_us", np.nan) for r in sub],
+                                           [r.measured["issue_max"] for r in sub]),
             "n_points": len(sub),
         }
     both = [r for r in rows if model in r.predicted]
@@ -111,6 +117,12 @@ def _ce_ratio(rs: RecordSet, platform: Platform) -> float | None:
     if not drains or not ce:
         return None
     return max(drains.values()) / max(ce)
+
+
+def _time_range(records) -> list[str] | None:
+    """First and last ``time_utc`` of the records (None when they carry none)."""
+    times = sorted(str(r.data["time_utc"]) for r in records if r.data.get("time_utc"))
+    return [times[0], times[-1]] if times else None
 
 
 def build(rs: RecordSet, platform: Platform, des: bool = True, engine: str | None = None) -> MicroReport:
@@ -158,5 +170,7 @@ def build(rs: RecordSet, platform: Platform, des: bool = True, engine: str | Non
         "des_engine": engine,
         "des_points": sum("des" in r.predicted for r in rows),
         "des_timed_out": skipped,
+        "link": (rs.platform or {}).get("link"),
+        "records_time_utc": _time_range(recs),
     }
     return MicroReport(platform, mech, rows, engine, skipped, summary)
