@@ -181,7 +181,8 @@ def cases(draw, commands=COMMANDS):
     elif command in ("simulate", "sweep"):
         name, data = draw(input_file("scenario"))
         files[name] = data
-        scenario = draw(st.sampled_from([name, name, "periodic", "isolated", "nope", "/dev/zero", "missing.toml"]))
+        scenario = draw(st.sampled_from([name, name, "periodic", "isolated", "fa-a2a-paper", "nope", "/dev/zero",
+                                         "missing.toml"]))
         sets = []
         for _ in range(draw(st.integers(0, 3))):
             key = draw(PARAM_KEYS)

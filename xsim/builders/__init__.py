@@ -1,7 +1,9 @@
 """Scenario builders: named parameters + a platform -> a :class:`~xsim.workload.Workload`.
 
 A builder module declares ``PARAMS`` (name -> :class:`~xsim.params.Param`), ``build(params,
-platform)`` and ``summarize(result, params)`` (the JSON summary of one run).
+platform)``, ``summarize(result, params)`` (the JSON summary of one run) and ``size(params,
+platform) -> (tiles, horizon_us)``: the tile count and an upper bound of the simulated time,
+known before anything is allocated (:mod:`xsim.budget` refuses a run the machine cannot hold).
 """
 
 from __future__ import annotations
