@@ -19,7 +19,7 @@ from .destination import DestinationError, check_kind
 
 SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
             "NVSHMEM_DISABLE_NVLS": "1"}
-EXPERIMENTS = {"micro": "hwkernels.micro", "fa-a2a": "hwkernels.fa_bench"}
+EXPERIMENTS = {"micro": "hwkernels.micro", "fa-a2a": "hwkernels.fa_bench", "moe": "hwkernels.moe_bench"}
 NO_GPU_MESSAGE = "no GPUs found: xsim bench needs NVIDIA GPUs"
 
 

@@ -106,7 +106,7 @@ def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, argv, message):
 
 @pytest.mark.parametrize("argv, message", [
     (["bench", "micro", "--out", "r.jsonl"], "no GPUs found: xsim bench needs NVIDIA GPUs"),
-    (["bench", "moe", "--out", "r.jsonl"], "no GPU kernels yet"),
+    (["bench", "moe", "--out", "r.jsonl", "--target", "host"], "no GPUs found: xsim bench needs NVIDIA GPUs"),
 ])
 def test_bench_without_gpus_or_kernels_says_so(capsys, monkeypatch, argv, message):
     import hwkernels.launch

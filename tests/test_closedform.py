@@ -87,3 +87,16 @@ def test_fa_terms():
     assert fa_a2a.backpressure_us(v, R, g_qloop_us=0.5, t_iss0_us=0.2) == pytest.approx(0.3)  # eq. 18
     assert fa_a2a.critical_backpressure_us(0.3, 0.5) == 0.0                                   # eq. 19
     assert fa_a2a.total_exposure_us(64, 1.2) == pytest.approx(76.8)
+
+
+def test_schedule_spans_decoupled_and_coupled():
+    # V = 1e6 B at R = 100 GB/s: V/R = 10 us; T_L2 = 4 us, T_L1 = 8 us, n1 = n2 = 1
+    s = megamoe.schedule_spans(1e6, 1.0, 4.0, 8.0, 1, 1, 100.0, capacity_bytes=5e5, covered=True)
+    assert not s.eq14_wave_ok and s.eq14_int_ok                     # 10 > 1 + 4; 10 <= 1 + 4 + 8
+    assert s.span_wave_us == pytest.approx(10.0)                     # backlogged issuer: V/R
+    assert s.span_int_us == pytest.approx(5.0)                       # a burst into a drained stage: (V - Q)/R
+    assert s.stall_wave_us == pytest.approx(6.0) and s.stall_int_us == 0.0   # eq. 15, covers 4 and 8 us
+    c = megamoe.schedule_spans(1e6, 1.0, 4.0, 8.0, 1, 1, 100.0, capacity_bytes=5e5, covered=False)
+    assert c.span_wave_us == pytest.approx(6.0)                      # eq. 11: V/R - G_wave
+    assert c.span_int_us == pytest.approx(5.0)                       # V/R - G_int < (V - Q)/R: the capacity floor
+    assert c.stall_wave_us == pytest.approx(6.0)                     # nothing covers the span

@@ -72,6 +72,13 @@ class Scenario:
         except ValueError as exc:
             raise ScenarioError(f"scenario {self.name!r}: {exc}") from None
 
+    def simulate(self, platform: Platform, engine: str):
+        """The builder's own runs (``module.simulate``): (a result, the summary)."""
+        try:
+            return self.module.simulate(dict(self.params), platform, engine)
+        except ValueError as exc:
+            raise ScenarioError(f"scenario {self.name!r}: {exc}") from None
+
     def predict(self, platform: Platform) -> dict:
         return self.module.predict(dict(self.params), platform)
 

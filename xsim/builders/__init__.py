@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from importlib import import_module
 
-BUILDERS = ("microbench", "fa_a2a")
+BUILDERS = ("microbench", "fa_a2a", "moe")
 
 
 def get_builder(name: str):

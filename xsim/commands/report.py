@@ -17,6 +17,7 @@ def add_parser(sub):
     p.add_argument("--records", nargs="+", metavar="FILE", help="record files (default: the shipped records)")
     p.add_argument("-o", "--output", metavar="report.html", help="write a self-contained HTML report (+ PNG per panel)")
     p.add_argument("--no-des", action="store_true", help="closed-form predictions only (skip the DES)")
+    p.add_argument("--paper-des", action="store_true", help="moe: also simulate the paper's Table 2 rows (~1 min)")
     add_platform_options(p)
     add_json_option(p)
     return p
@@ -67,6 +68,49 @@ def _table(rep) -> None:
     print_table(f"micro: predicted vs measured on {s['platform']}", rows)
 
 
+MOE_KEYS = ("n_configs", "geomean_speedup_measured", "geomean_speedup_predicted", "speedup_abs_err_max",
+            "geomean_speedup_skewed_measured", "selector_geomean", "selector_worst", "gemm_vs_cublas_min")
+
+
+def _moe_records(args):
+    """The moe records: from --records, else the shipped ``*-moe.jsonl`` files; None if there are none."""
+    from calibration.records import load_records, parse_texts, shipped_record_files
+
+    if args.records:
+        rs = load_records(args.records)
+    else:
+        texts = [(e.name, e.read_bytes()) for e in shipped_record_files() if e.name.endswith("-moe.jsonl")]
+        rs = parse_texts(texts) if texts else None
+    return rs if rs is not None and "moe" in rs.experiments else None
+
+
+def _moe(args, document: dict, notes: list):
+    """The moe report into ``document``; its page section (a note section without records)."""
+    from xsim.moe.catalog import host_platform
+    from xsim.report import moe, moe_page
+    from xsim.report.page import Section
+
+    rs = _moe_records(args)
+    if rs is None:
+        note = _note("moe")
+        document["experiments"]["moe"] = {"note": note}
+        notes.append(note)
+        return Section(title="moe", notes=[note])
+    overridden = args.platform or any(getattr(args, k) is not None for k in ("t_iss0_us", "drain_gbps", "capacity_bytes"))
+    rep = moe.build(rs, platform_from_args(args) if overridden else host_platform(), des=not args.no_des,
+                    paper_des=args.paper_des and not args.no_des)
+    document["experiments"]["moe"] = rep.summary
+    document.update({k: rep.summary[k] for k in MOE_KEYS})
+    if not args.json:
+        rows = [[r.config, r.routing, r.measured["wave"]["kernel_us"], r.measured["interleaved"]["kernel_us"],
+                 r.speedup_measured, r.speedup_predicted, r.predicted.get("selector", {}).get("schedule", "")]
+                for r in rep.rows]
+        print_table(f"moe: measured beside predicted on {rep.platform.name}", rows,
+                    ["config", "routing", "wave us", "int us", "speedup", "predicted", "selector"])
+        print_table("moe summary", [(h.quantity, h.value) for h in moe_page.headline(rep)])
+    return moe_page.section(rep)
+
+
 def run(args) -> int:
     from calibration.records import RecordError
 
@@ -78,6 +122,22 @@ def run(args) -> int:
         from xsim.commands import report_fa_a2a
 
         return report_fa_a2a.run(args)
+    if args.experiment == "moe":
+        doc: dict = {"experiments": {}}
+        moe_notes: list = []
+        moe_section = _moe(args, doc, moe_notes)
+        if "note" in doc["experiments"]["moe"]:
+            raise RecordError(moe_notes[0])
+        if args.output:
+            pngs, skipped = _write_html(moe_section.title, [moe_section], Path(args.output))
+            doc["html"], doc["png"] = args.output, pngs
+            moe_notes += [skipped] if skipped else []
+        doc["notes"] = moe_notes
+        if args.json:
+            print_json(doc)
+        elif args.output:
+            print(f"wrote {args.output}" + (f" and {len(doc['png'])} PNG" if doc.get("png") else ""))
+        return 0
     platform = platform_from_args(args)
     rs = _records(args, platform)
     wanted = EXPERIMENTS if args.experiment == "all" else (args.experiment,)
@@ -89,6 +149,9 @@ def run(args) -> int:
     document: dict = {"experiments": {}}
     notes, sections = [], []
     for experiment in wanted:
+        if experiment == "moe":
+            sections.append(_moe(args, document, notes))
+            continue
         if experiment not in present or experiment != "micro":
             note = _note(experiment) if experiment not in present else f"no report for {experiment} yet"
             document["experiments"][experiment] = {"note": note}

@@ -27,22 +27,27 @@ def run(args) -> int:
     platform = platform_from_args(args)
     scenario = load_scenario(args.scenario).with_overrides(args.set)
     outputs = args.out is not None
-    workload = scenario.build(platform, engine=args.engine, trace=outputs, outputs=outputs)
+    scenario.estimate(platform, args.engine, outputs, outputs).require(f"scenario {scenario.name!r}")
     if outputs:
         ensure_folder(args.out, f"the --out folder {args.out}")  # before the run, after the budget
-    result = simulate(workload, engine=args.engine, trace=outputs)
-    summary = scenario.summarize(result)
+    if hasattr(scenario.module, "simulate"):   # a builder that runs several workloads (moe: both schedules)
+        result, summary = scenario.simulate(platform, args.engine)
+    else:
+        workload = scenario.build(platform, engine=args.engine, trace=outputs, outputs=outputs)
+        result = simulate(workload, engine=args.engine, trace=outputs)
+        summary = scenario.summarize(result)
     document = {"scenario": scenario.name, "platform": platform.name, "engine": args.engine,
                 "params": dict(scenario.params), **summary, "closed_form": scenario.predict(platform)}
     if args.out:
-        write_outputs(args.out, result, document)
+        write_outputs(args.out, result, document, {**document, **flat_summary(summary)} if summary != flat_summary(summary)
+                      else None)
     if args.json:
         print_json(document)
         return 0
     from xsim.report.sim_page import summary_rows
     from xsim.units import human_key
 
-    print_table(f"{scenario.name} on {platform.name} ({args.engine} engine)", summary_rows(summary),
+    print_table(f"{scenario.name} on {platform.name} ({args.engine} engine)", summary_rows(flat_summary(summary)),
                 ["quantity", "mean", "median", "p10", "p90", "n"])
     print_table("closed form", [(k, human_key(k, v)) for k, v in document["closed_form"].items()])
     if args.out:
@@ -50,7 +55,19 @@ def run(args) -> int:
     return 0
 
 
-def write_outputs(out: Path, result, document: dict) -> None:
+def flat_summary(summary: dict, prefix: str = "") -> dict:
+    """Nested sections (moe: one per schedule, the selector) as prefixed keys; statistics stay whole."""
+    out = {}
+    for key, value in summary.items():
+        if isinstance(value, dict) and "median" not in value:
+            out.update(flat_summary(value, f"{prefix}{key}."))
+        else:
+            out[prefix + key] = value
+    return out
+
+
+def write_outputs(out: Path, result, document: dict, page_document: dict | None = None) -> None:
+    """``page_document``: what the page shows when it differs from ``document`` (flat sections)."""
     from xsim.commands.common import _clean
     from xsim.plots import busy_figure, qtrace_figure, timeline_figure
     from xsim.report import sim_page
@@ -68,5 +85,5 @@ def write_outputs(out: Path, result, document: dict) -> None:
     bin_us = max(result.makespan_us / 400, 1e-3)
     figures = {"timeline": timeline_figure(result), "qtrace": qtrace_figure(result), "busy": busy_figure(result, bin_us)}
     page = Page(f"X-Stage simulation: {document['scenario']} on {document['platform']}",
-                [sim_page.section(_clean(document), figures)])
+                [sim_page.section(_clean(page_document or document), figures)])
     page.write(out / "index.html", plotlyjs="directory")  # plotly.min.js beside it: opens offline

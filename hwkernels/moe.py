@@ -1,0 +1,367 @@
+"""Fused MoE layer: inputs, launcher, torch reference and check (kernel in moe_kernels.py).
+
+    data = make_inputs(shape, seed=0, device="cuda")          # x, w1, w2 (+ fp8 scales)
+    ref = reference(data, layout)                              # [T, topk, H] float32
+    fused = FusedMoE(shape, layout, table, data, out)          # out: [T, topk, H] bf16 view
+    fused.launch(); fused.finish()                             # finish raises MoEKernelError
+    ok, err = check(out, ref)
+
+`layout` and `table` follow MOE_CONTRACT.md (xsim.moe.layout.ExpertLayout and
+xsim.moe.schedule.TileTable; any object with the same fields works). Precision fp8 is W8A8
+e4m3 with per-tensor scales: sx for x, sw1[e] / sw2[e] per expert weight, and a static
+activation scale sa (the reference's activation amax / 448, computed once per input).
+The kernel is persistent: grid = table streams <= SMs, one CTA per SM; FusedMoE checks the
+compiled kernel's registers and shared memory allow that before the first launch.
+"""
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+FP8_MAX = 448.0
+STAMP_COLS = 6
+DEFAULT_MAX_SPINS = 4_000_000   # ~1-4 s of polling on an H200: far above any real wait
+
+
+class MoEKernelError(RuntimeError):
+    """The kernel stopped on a wait timeout (a dependency never arrived)."""
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    """Launch settings of the fused kernel (block_m / block_n1 / block_n2 come from the shape)."""
+
+    block_k: int = 64          # Linear-1 K step
+    block_k2: int | None = None  # Linear-2 K step (None: block_k)
+    num_warps: int = 8
+    num_stages: int = 3
+    signal: int = 0            # 0 release (correct), 1 relaxed (measures the release's cost)
+    stamps: bool = False
+    max_spins: int = DEFAULT_MAX_SPINS
+
+    def __post_init__(self):
+        for name in ("block_k", "block_k2"):
+            v = getattr(self, name)
+            if v is not None and (v < 16 or v & (v - 1)):
+                raise ValueError(f'"{name}" must be a power of two >= 16.')
+        if self.signal not in (0, 1):
+            raise ValueError('"signal" must be 0 (release) or 1 (relaxed).')
+        if self.max_spins < 1:
+            raise ValueError('"max_spins" must be >= 1.')
+
+    @property
+    def k2(self) -> int:
+        return self.block_k if self.block_k2 is None else self.block_k2
+
+
+@dataclass
+class MoEData:
+    """Kernel inputs on one device. fp8: x/w1/w2 are e4m3, scales fp32 [2 + 2E].
+
+    Weights are stored K-major, w1 [E, 2I, H] and w2 [E, H, I]: w1[e].t() and w2[e].t()
+    are the contract's [H, 2I] and [I, H] (views, no copy). Tensor-core fp8 dots want both
+    operands K-major, and cuBLAS (_scaled_mm) wants the same column-major B.
+    """
+
+    x: object
+    w1: object
+    w2: object
+    scales: object
+    precision: str
+
+
+def interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+def _quantize(t, per_expert: bool):
+    """e4m3 copy of t and its fp32 scale(s) (amax / 448: per tensor, or per leading index)."""
+    import torch
+
+    parts = list(t) if per_expert else [t]
+    q = torch.empty(t.shape, dtype=torch.float8_e4m3fn, device=t.device)
+    scales = torch.empty(len(parts), dtype=torch.float32, device=t.device)
+    for i, part in enumerate(parts):
+        scales[i] = part.abs().max().float().clamp_min(1e-12) / FP8_MAX
+        (q[i] if per_expert else q).copy_((part.float() / scales[i]).to(torch.float8_e4m3fn))
+    return q, scales
+
+
+def make_inputs(shape, seed: int = 0, device="cpu") -> MoEData:
+    """Seeded x [T, H] and weights (generated on `device`), scaled so activations stay O(1)."""
+    import torch
+
+    g = torch.Generator(device=device).manual_seed(seed)
+    e_local = shape.experts // shape.ep
+    h, inter = shape.hidden, shape.intermediate
+    bf = torch.bfloat16
+
+    def randn(*size, scale=1.0):
+        out = torch.empty(*size, dtype=bf, device=device)
+        for i in range(size[0]):      # one expert at a time: no fp32 copy of every weight
+            out[i] = (torch.randn(*size[1:], generator=g, device=device) * scale).to(bf)
+        return out
+
+    x = randn(shape.tokens * shape.ep, h)     # EP > 1: every rank's tokens (receive buffer)
+    w1 = randn(e_local, 2 * inter, h, scale=h ** -0.5)       # K-major (see MoEData)
+    w2 = randn(e_local, h, inter, scale=inter ** -0.5)
+    if shape.precision == "bf16":
+        return MoEData(x, w1, w2, torch.ones(2 + 2 * e_local, device=device), "bf16")
+    xq, sx = _quantize(x, per_expert=False)
+    w1q, sw1 = _quantize(w1, per_expert=True)
+    w2q, sw2 = _quantize(w2, per_expert=True)
+    one = torch.ones(1, device=device)
+    data = MoEData(xq, w1q, w2q, torch.cat([sx, one, sw1, sw2]).float(), "fp8")
+    data.scales[1] = _act_amax(data) / FP8_MAX
+    return data
+
+
+def _act_amax(data: MoEData) -> float:
+    """Largest |activation| over every expert and token (for the static fp8 act scale)."""
+    import torch
+
+    x = (data.x.float() * data.scales[0]).to(torch.bfloat16)
+    e_local = data.w1.shape[0]
+    amax = torch.zeros((), device=data.x.device)
+    for e in range(e_local):
+        w1 = (data.w1[e].t().float() * data.scales[2 + e]).to(torch.bfloat16)
+        inter = w1.shape[1] // 2
+        h = (x @ w1).float()
+        act = torch.nn.functional.silu(h[:, :inter]) * h[:, inter:]
+        amax = torch.maximum(amax, act.abs().max())
+    return max(float(amax), 1e-12)
+
+
+def reference(data: MoEData, layout, topk: int) -> "object":
+    """[T, topk, H] float32 on data's device: slot (t, k) = w[t,k] * FFN_e(x[t]).
+
+    fp32 math on the kernel's inputs; the activation is rounded to the kernel's act dtype
+    (bf16, or e4m3 with scale sa) before Linear-2. Slots routed to other ranks stay 0.
+    """
+    import torch
+
+    dev = data.x.device
+    tokens, hidden = data.x.shape
+    out = torch.zeros(tokens, topk, hidden, dtype=torch.float32, device=dev)
+    fp8 = data.precision == "fp8"
+    sc = data.scales.float()
+    e_local = data.w1.shape[0]
+    as_dev = lambda a, dt: torch.as_tensor(np.asarray(a)).to(dt).to(dev)  # noqa: E731
+    row_token = as_dev(layout.row_token, torch.int64)
+    row_slot = as_dev(layout.row_slot, torch.int64)
+    row_weight = as_dev(layout.row_weight, torch.float32)
+    rows = np.asarray(layout.expert_rows)
+    for e in range(e_local):
+        r0, r1 = int(rows[e]), int(rows[e + 1])
+        if r1 == r0:
+            continue
+        x = data.x[row_token[r0:r1]].float() * (sc[0] if fp8 else 1.0)
+        w1 = data.w1[e].t().float() * (sc[2 + e] if fp8 else 1.0)
+        w2 = data.w2[e].t().float() * (sc[2 + e_local + e] if fp8 else 1.0)
+        inter = w1.shape[1] // 2
+        h = x @ w1
+        act = torch.nn.functional.silu(h[:, :inter]) * h[:, inter:]
+        if fp8:
+            q = (act / sc[1]).clamp(-FP8_MAX, FP8_MAX).to(torch.float8_e4m3fn)
+            act = q.float() * sc[1]
+        else:
+            act = act.to(torch.bfloat16).float()
+        out[row_token[r0:r1], row_slot[r0:r1]] = (act @ w2) * row_weight[r0:r1, None]
+    return out
+
+
+def routed_slots(layout, tokens: int, topk: int, first_token: int = 0):
+    """bool [tokens, topk] CPU tensor: the slots of tokens first_token.. this layout writes."""
+    import torch
+
+    mask = torch.zeros(tokens, topk, dtype=torch.bool)
+    tok = np.asarray(layout.row_token, dtype=np.int64) - first_token
+    keep = (tok >= 0) & (tok < tokens)
+    mask[torch.as_tensor(tok[keep]), torch.as_tensor(np.asarray(layout.row_slot)[keep])] = True
+    return mask
+
+
+def check(out, ref, routed=None, rel_tol: float | None = None) -> tuple[bool, float]:
+    """(ok, max_abs_err): out [T, topk, H] bf16 against the reference [T, topk, H].
+
+    routed: bool [T, topk], the slots to compare (None: all). Tolerance: max_abs_err <=
+    rel_tol * max|ref| (bf16 output rounding plus fp32 summation order; 2e-2 default).
+    A NaN (an unwritten, poisoned slot) fails.
+    """
+    if out.numel() == 0:
+        return True, 0.0
+    got = out.to(ref.device).float()
+    if routed is not None:
+        routed = routed.to(ref.device)
+        got, ref = got[routed], ref[routed]
+    max_err = float((got - ref).abs().max())
+    if not np.isfinite(max_err):
+        return False, float("inf")
+    scale = float(ref.abs().max())
+    tol = (2e-2 if rel_tol is None else rel_tol) * max(scale, 1e-6)
+    return bool(max_err <= tol), max_err
+
+
+def mblock_bounds(layout, block_m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per global m-block: its first row and its expert's end row (int32 arrays)."""
+    rows = np.asarray(layout.expert_rows, dtype=np.int64)
+    mbs = np.asarray(layout.expert_mblock, dtype=np.int64)
+    row0, rend = [], []
+    for e in range(len(rows) - 1):
+        for j in range(int(mbs[e + 1] - mbs[e])):
+            row0.append(rows[e] + j * block_m)
+            rend.append(rows[e + 1])
+    return np.asarray(row0, dtype=np.int32), np.asarray(rend, dtype=np.int32)
+
+
+class FusedMoE:
+    """Device copies of one (shape, layout, table) and the kernel launch around them."""
+
+    def __init__(self, shape, layout, table, data: MoEData, out, config: KernelConfig,
+                 ready: bool = False, rank_outs=None):
+        """ready: start every l2_full counter at l1_nblocks (L2-only GEMM measurements).
+
+        rank_outs (EP > 1): every rank's destination view as seen from this GPU (out is
+        rank_outs[0]'s role: the base the kernel's element offsets are taken from).
+        """
+        import torch
+
+        self.shape, self.config, self.data, self.out = shape, config, data, out
+        dev = data.x.device
+        i32 = torch.int32
+        h, inter = shape.hidden, shape.intermediate
+        if h % config.block_k or inter % config.k2:
+            raise ValueError('"block_k" must divide hidden and "block_k2" intermediate.')
+        if int(table.l1_nblocks) != inter // shape.block_n1:
+            raise ValueError("table.l1_nblocks does not match intermediate // block_n1.")
+        row0, rend = mblock_bounds(layout, shape.block_m)
+        as_dev = lambda a, dt: torch.as_tensor(np.ascontiguousarray(a)).to(dt).to(dev)  # noqa
+        self.row_token = as_dev(layout.row_token, i32)
+        self.row_slot = as_dev(layout.row_slot, i32)
+        self.row_weight = as_dev(layout.row_weight, torch.float32)
+        self.mb_row0, self.mb_rend = as_dev(row0, i32), as_dev(rend, i32)
+        self.tiles = as_dev(np.asarray(table.tiles).reshape(-1, 4), i32)
+        self.offsets = as_dev(table.offsets, i32)
+        self.n_streams = len(table.offsets) - 1
+        self.n_tiles = self.tiles.shape[0]
+        n_rows = max(len(layout.row_token), 1)
+        act_dtype = torch.float8_e4m3fn if data.precision == "fp8" else torch.bfloat16
+        self.act = torch.empty(n_rows, inter, dtype=act_dtype, device=dev)
+        self.l2_full = torch.zeros(max(len(row0), 1), dtype=i32, device=dev)
+        self.err = torch.zeros(2, dtype=i32, device=dev)
+        self.stamps = torch.zeros(max(self.n_tiles, 1), STAMP_COLS, dtype=torch.int64,
+                                  device=dev)
+        outs = list(rank_outs) if rank_outs is not None else [out]
+        if len(outs) != shape.ep:
+            raise ValueError(f'"rank_outs" must hold {shape.ep} buffers, got {len(outs)}.')
+        deltas = [o.data_ptr() - out.data_ptr() for o in outs]
+        if any(d % 16 for d in deltas):
+            raise ValueError("destination buffers must be 16-byte aligned relative to out.")
+        self.dest_delta = torch.tensor([d // 2 for d in deltas], dtype=torch.int64, device=dev)
+        self.sm = torch.full((max(self.n_streams, 1),), -1, dtype=i32, device=dev)
+        self.ready_count = int(table.l1_nblocks) if ready else 0
+        self.resources = {}
+        self._checked = interpreting()
+
+    def _args(self):
+        s, c = self.shape, self.config
+        bk2 = c.k2
+        pos = (self.data.x, self.data.w1, self.data.w2, self.act, self.out, self.row_token,
+               self.row_slot, self.row_weight, self.mb_row0, self.mb_rend, self.l2_full,
+               self.tiles, self.dest_delta, self.offsets, self.data.scales, self.err, self.stamps, self.sm,
+               c.max_spins)
+        kw = dict(H=s.hidden, I=s.intermediate, E=s.experts // s.ep, TOPK=s.topk,
+                  T_LOCAL=s.tokens, EP=s.ep,
+                  BM=s.block_m, BN1=s.block_n1, BN2=s.block_n2, BK1=c.block_k, BK2=bk2,
+                  FP8=self.data.precision == "fp8", SIGNAL=c.signal,
+                  STAMPS=c.stamps and not interpreting(), INTERPRET=interpreting())
+        if not interpreting():
+            kw.update(num_warps=c.num_warps, num_stages=c.num_stages)
+        return pos, kw
+
+    def _check_coresident(self, pos, kw):
+        """Raise unless every stream gets its own SM with all programs resident at once."""
+        import triton
+
+        from .moe_kernels import moe_fused_kernel
+
+        dev = self.data.x.device.index or 0
+        props = triton.runtime.driver.active.utils.get_device_properties(dev)
+        sms = props["multiprocessor_count"]
+        if self.n_streams > sms:
+            raise ValueError(f'"n_streams" must be <= {sms} SMs for co-residency, '
+                             f"got {self.n_streams}.")
+        k = moe_fused_kernel.warmup(*pos, grid=(self.n_streams,), **kw)
+        k._init_handles()
+        regs = k.n_regs * 32 * kw["num_warps"]
+        if regs > props["max_num_regs"] or k.metadata.shared > props["max_shared_mem"]:
+            raise ValueError(f"kernel needs {regs} registers / {k.metadata.shared} B shared "
+                             "per CTA: one CTA per SM does not fit, programs not co-resident")
+        self.resources = {"regs_per_thread": k.n_regs, "shared_bytes": k.metadata.shared,
+                          "spills": getattr(k, "n_spills", 0)}
+        self._checked = True
+
+    def prepare(self):
+        """Reset the counters and the error flag (enqueued, no sync)."""
+        self.l2_full.fill_(self.ready_count)
+        self.err.zero_()
+
+    def enqueue(self):
+        """Enqueue one kernel run (no sync); the first call checks co-residency."""
+        from .moe_kernels import moe_fused_kernel
+
+        if getattr(self, "_launch_args", None) is None:
+            self._launch_args = self._args()
+        pos, kw = self._launch_args
+        if not self._checked:
+            self._check_coresident(pos, kw)
+        moe_fused_kernel[(self.n_streams,)](*pos, **kw)
+
+    def launch(self):
+        self.prepare()
+        self.enqueue()
+
+    def finish(self):
+        """Synchronize and raise MoEKernelError if a wait timed out."""
+        err = self.err.cpu().tolist()
+        if err[0]:
+            raise MoEKernelError(f"fused MoE kernel: wait timed out at tile {err[1] - 1} "
+                                 f"(l2_full never reached {self.shape.intermediate // self.shape.block_n1})")
+
+    def stamp_array(self) -> np.ndarray:
+        return self.stamps[: self.n_tiles].cpu().numpy()
+
+    def distinct_sms(self) -> bool:
+        """True when every program ran on its own SM (needs stamps on)."""
+        sm = self.sm[: self.n_streams].cpu().numpy()
+        return bool(np.all(sm >= 0) and len(set(sm.tolist())) == self.n_streams)
+
+
+@dataclass(frozen=True)
+class TileTimes:
+    """Per-tile times (microseconds) from one run's stamps; kind 0 = L1, 1 = L2."""
+
+    kind: np.ndarray
+    wait_us: np.ndarray       # tile start -> mainloop start (L2: the l2_full wait)
+    mainloop_us: np.ndarray   # mainloop start -> end
+    store_us: np.ndarray      # epilogue store span (L2: the Combine span T_RS)
+    signal_us: np.ndarray     # store end -> tile end (L1: the release of l2_full)
+    start_us: np.ndarray      # tile start relative to the run's first tile start
+
+    def of(self, kind: int, name: str) -> np.ndarray:
+        return getattr(self, name)[self.kind == kind]
+
+
+def tile_times(stamps: np.ndarray, tiles: np.ndarray) -> TileTimes:
+    """stamps int64 [n, 6] (%globaltimer ns, columns as in moe_kernels); tiles int32 [n, 4]."""
+    st = np.asarray(stamps, dtype=np.int64)
+    if st.ndim != 2 or st.shape[1] != STAMP_COLS or st.shape[0] != len(tiles):
+        raise ValueError(f'"stamps" must have shape [{len(tiles)}, {STAMP_COLS}].')
+    d = np.diff(st, axis=1)
+    if np.any(d < 0):
+        raise ValueError("tile stamps are not increasing")
+    us = d.astype(np.float64) / 1e3
+    return TileTimes(kind=np.asarray(tiles)[:, 0].copy(), wait_us=us[:, 0],
+                     mainloop_us=us[:, 1], store_us=us[:, 3], signal_us=us[:, 4],
+                     start_us=(st[:, 0] - st[:, 0].min()).astype(np.float64) / 1e3)

@@ -1,0 +1,362 @@
+"""Runner: the fused MoE kernel per config x schedule on one GPU, one record per point.
+
+    python -m hwkernels.moe_bench --out RECORDS.jsonl --target host [--configs A,B|x.toml]
+           [--trials 20] [--phases kernel,signal,gemm,mainloop] [--tune] [--suite full|quick]
+
+kernel (kind "kernel"): for each config and both schedules (order rotated per config), the
+destination is poisoned (NaN), the kernel runs, the Combine output is checked against the
+torch reference, and only then is the run kept (run 0 is an untimed, checked warm-up).
+Stats: kernel_us (CUDA events), per-tile distributions from the stamps: span_us (each L2
+tile's Combine store span T_RS), stall_us (eq. 15 at staging depth 0: T_cover = 0, so the
+stall of an L2 tile is its span), wait_us (each L2 tile's l2_full wait), signal_us (each L1
+tile's release), l1_mainloop_us, l2_mainloop_us. signal (kind "signal"): the same kernel
+with a relaxed L1 signal (not ordered by the PTX model: a measurement of what the release
+costs, never a kernel time). gemm / mainloop: see moe_gemm.py; mainloop records are the
+per-tile mainloop times of the GEMM-only runs (all SMs busy, no Combine over the link).
+One GPU only for now (ep = 1, --target host); --nproc > 1 stops with a message.
+"""
+
+import argparse
+import os
+import sys
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from . import moe, records
+from .moe_catalog import load_configs
+from .stats import summarize
+
+# The picks of --tune on the H200 at 4249002 (calibration/records/logs/h200-pcie-host-moe).
+SETTINGS = {"bf16": moe.KernelConfig(block_k=64, block_k2=128, num_warps=8, num_stages=3),
+            "fp8": moe.KernelConfig(block_k=128, block_k2=128, num_warps=8, num_stages=3)}
+TUNE = {"bf16": [(64, 64, 8, 4), (64, 128, 8, 3)],   # (bk1, bk2, warps, stages)
+        "fp8": [(128, 128, 8, 3), (128, 128, 8, 4), (128, 256, 8, 3)]}
+PHASES = ("kernel", "signal", "gemm", "mainloop")
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(prog="hwkernels.moe_bench", description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True, help="records file (JSONL), appended to")
+    ap.add_argument("--target", choices=("host", "peer"), default="host")
+    ap.add_argument("--configs", default="", help="comma-separated config names or TOML files")
+    ap.add_argument("--trials", type=int, default=20)
+    ap.add_argument("--suite", choices=("full", "quick"), default="full",
+                    help="quick: 5 trials, no relaxed-signal runs, GEMMs at m = 4096 only")
+    ap.add_argument("--phases", default=",".join(PHASES))
+    ap.add_argument("--tune", action="store_true", help="pick block_k/warps/stages on GEMMs")
+    ap.add_argument("--gemm-m", default="1024,4096", help="rows of the GEMM comparisons")
+    ap.add_argument("--budget-s", type=float, default=0.0,
+                    help="stop starting new points after this many seconds (0: no limit)")
+    return ap.parse_args(argv)
+
+
+class Bench:
+    def __init__(self, args):
+        import torch
+
+        self.args, self.device = args, torch.device("cuda", 0)
+        props = torch.cuda.get_device_properties(0)
+        self.sms = props.multi_processor_count
+        self._platform = None
+        self.commit = os.environ.get("XSTAGE_COMMIT", "unknown")
+        dirty = os.environ.get("XSTAGE_DIRTY")
+        self.dirty = None if dirty is None else dirty not in ("0", "false", "False", "")
+        self.settings = dict(SETTINGS)
+        self.rows = []
+        self.t0 = time.time()
+
+    def over_budget(self, share: float = 1.0) -> bool:
+        lim = self.args.budget_s
+        return lim > 0 and time.time() - self.t0 > share * lim
+
+    @property
+    def platform(self) -> dict:
+        """Read at the first record, after kernels ran (nvidia-smi's clock then is not idle)."""
+        from .platform_info import platform
+
+        if self._platform is None:
+            self._platform = platform(1, _sm_clock_mhz(), 0, destination=self.args.target)
+        return self._platform
+
+    def record(self, kind, params, stats, check):
+        rec = records.make_record("moe", kind, params, stats, check, self.platform,
+                                  self.commit, self.dirty)
+        records.append_record(self.args.out, rec)
+
+    def cfg_params(self, precision):
+        c = self.settings[precision]
+        return {"block_k": c.block_k, "block_k2": c.k2, "num_warps": c.num_warps,
+                "num_stages": c.num_stages}
+
+
+def _sm_clock_mhz() -> float:
+    from .platform_info import _smi
+
+    vals = _smi("--query-gpu=clocks.sm", "--format=csv,noheader,nounits").split()
+    try:
+        return float(vals[0])
+    except (IndexError, ValueError):
+        return 0.0
+
+
+def _measure(run, repeats, warmup=1, poison=None, check=None):
+    """hwkernels.harness.measure: (ok, max_abs_err, stats dicts or None)."""
+    from .harness import measure
+
+    m = measure(run, repeats=repeats, warmup=warmup, poison=poison, check=check)
+    return m.ok, m.max_abs_err, m.stats_dicts()
+
+
+def _host_out(shape, device):
+    """A [T, topk, H] bf16 CUDA view of mapped pinned host memory, its CPU view, the buffer."""
+    import torch
+
+    from .destination import host_buffer
+
+    buf = host_buffer(shape.tokens * shape.topk * shape.hidden * 2, device)
+    view = lambda t: t.view(torch.bfloat16).view(shape.tokens, shape.topk, shape.hidden)  # noqa
+    return view(buf.cuda), view(buf.cpu), buf
+
+
+def _stamp_samples(fused, kernel_us):
+    t = moe.tile_times(fused.stamp_array(), fused.tiles.cpu().numpy())
+    span = t.of(1, "store_us")
+    return {"kernel_us": kernel_us, "span_us": span, "stall_us": span,
+            "wait_us": t.of(1, "wait_us"), "signal_us": t.of(0, "signal_us"),
+            "l1_mainloop_us": t.of(0, "mainloop_us"), "l2_mainloop_us": t.of(1, "mainloop_us")}
+
+
+def run_kernel(b: Bench, cfg, data, lay, ref, out, cpu_out, schedule, signal=0):
+    """One (config, schedule): checked, timed; returns (ok, err, stats, table).
+
+    Stamped trials give every statistic; then the same table without stamps (checked once,
+    then timed) gives kernel_nostamp_us, the instrumentation's cost.
+    """
+    import torch
+
+    from xsim.moe.schedule import schedule_table
+
+    from .moe_gemm import _events_us
+
+    shape = cfg.shape
+    table = schedule_table(shape, lay, schedule, n_streams=b.sms)
+    table.validate()
+    kc = b.settings[shape.precision]
+    conf = replace(kc, signal=signal, stamps=True)
+    fused = moe.FusedMoE(shape, lay, table, data, out, conf)
+    nan = float("nan")
+
+    def run():
+        us = _events_us(fused.enqueue, fused.prepare)
+        fused.finish()
+        if not fused.distinct_sms():
+            raise RuntimeError("fused MoE programs did not run on distinct SMs")
+        return _stamp_samples(fused, us)
+
+    def check(_res):
+        ok, err = moe.check(out, ref)
+        probe = int(lay.row_token[0]), int(lay.row_slot[0])   # host bytes really written
+        same = torch.equal(cpu_out[probe].float(), out[probe].float().cpu())
+        return ok and same, err
+
+    ok, err, stats = _measure(run, b.args.trials, 1, lambda: out.fill_(nan), check)
+    if ok and signal == 0:
+        plain = moe.FusedMoE(shape, lay, table, data, out, kc)
+        out.fill_(nan)
+        plain.launch()
+        plain.finish()
+        ok, err2 = check(None)
+        err = max(err, err2)
+        if ok:
+            us = [_events_us(plain.enqueue, plain.prepare) for _ in range(b.args.trials)]
+            plain.finish()
+            stats["kernel_nostamp_us"] = summarize(us).to_dict()
+        else:
+            stats = None
+    return ok, err, stats, table
+
+
+def _one_config(b: Bench, i, cfg, cache, signal_too):
+    from xsim.moe.layout import expert_layout
+    from xsim.moe.routing import route
+
+    s = cfg.shape
+    key = (s.hidden, s.intermediate, s.experts, s.tokens, s.precision, cfg.seed)
+    if key not in cache:
+        cache.clear()
+        cache[key] = moe.make_inputs(s, cfg.seed, b.device)
+    data = cache[key]
+    lay = expert_layout(s, route(s, cfg.routing, cfg.skew, cfg.seed))
+    ref = moe.reference(data, lay, s.topk)
+    out, cpu_out, _buf = _host_out(s, b.device)
+    order = ("wave", "interleaved") if i % 2 == 0 else ("interleaved", "wave")
+    for schedule in order:
+        ok, err, stats, table = run_kernel(b, cfg, data, lay, ref, out, cpu_out, schedule)
+        params = cfg.params(schedule, table.lead, b.args.target) | b.cfg_params(s.precision)
+        b.record("kernel", params, stats, {"ok": ok, "max_abs_err": err})
+        b.rows.append(("kernel", cfg.name, schedule, ok, stats))
+        if signal_too and ok:
+            ok2, err2, st2, _ = run_kernel(b, cfg, data, lay, ref, out, cpu_out, schedule, 1)
+            keep = None if st2 is None else {k: st2[k] for k in ("kernel_us", "signal_us",
+                                                                  "span_us", "wait_us")}
+            b.record("signal", params | {"signal": "relaxed"}, keep,
+                     {"ok": ok2, "max_abs_err": err2})
+            b.rows.append(("signal", cfg.name, schedule, ok2, st2))
+
+
+def kernel_phase(b: Bench, configs, signal_too: bool):
+    import traceback
+
+    cache = {}
+    for i, cfg in enumerate(configs):
+        t0 = time.time()
+        if b.over_budget(0.75):
+            print(f"{cfg.name}: skipped (time budget)", flush=True)
+            continue
+        try:
+            _one_config(b, i, cfg, cache, signal_too and not b.over_budget(0.45))
+        except Exception as e:  # noqa: BLE001 (one config's failure must not end the sweep)
+            traceback.print_exc()
+            b.rows.append(("error", cfg.name, type(e).__name__, False, None))
+        print(f"{cfg.name}: {time.time() - t0:.1f} s", flush=True)
+
+
+def gemm_phase(b: Bench, configs, mainloop: bool, gemm: bool):
+    families = sorted({(c.shape.hidden, c.shape.intermediate, c.shape.precision, _blocks(c))
+                       for c in configs})
+    for m in _gemm_rows(b):
+        for h, inter, prec, blocks in families:
+            if b.over_budget():
+                print(f"gemm {prec} m{m} h{h} i{inter}: skipped (time budget)", flush=True)
+                continue
+            try:
+                _gemm_family(b, h, inter, prec, blocks, m, mainloop, gemm)
+            except Exception:  # noqa: BLE001 (one point's failure must not end the sweep)
+                import traceback
+
+                traceback.print_exc()
+
+
+def _gemm_family(b: Bench, h, inter, prec, blocks, m, mainloop: bool, gemm: bool):
+    from .moe_gemm import gemm_problem, measure_path
+
+    p = gemm_problem(h, inter, m, prec, device=b.device, n_streams=b.sms, blocks=blocks)
+    kc = b.settings[prec]
+    for path in ("l1", "l2"):
+        if gemm:
+            r = measure_path(p, path, kc, b.args.trials)
+            params = {k: r[k] for k in ("precision", "m", "n", "k", "path")}
+            stats = {"triton_us": r["triton_us"], "cublas_us": r["cublas_us"]} if r["ok"] else None
+            b.record("gemm", params | b.cfg_params(prec), stats,
+                     {"ok": r["ok"], "max_rel_err": r["max_rel_err"]})
+            b.rows.append(("gemm", f"{prec} {path} m{m} n{r['n']} k{r['k']}", r.get("ratio"),
+                           r["ok"], r.get("triton_tflops")))
+        if mainloop:
+            _mainloop_record(b, p, path, kc, m)
+
+
+def _mainloop_record(b: Bench, p, path: str, kc, m: int):
+    from .moe_gemm import mainloop_samples
+
+    ok, t = mainloop_samples(p, path, kc)
+    kind = 0 if path == "l1" else 1
+    s = p.shape
+    params = {"precision": s.precision, "block_m": s.block_m,
+              "block_n": s.block_n1 if kind == 0 else s.block_n2,
+              "k_dim": s.hidden if kind == 0 else s.intermediate, "kind": path, "m": m,
+              "hidden": s.hidden, "intermediate": s.intermediate,   # the weights' L2 footprint
+              "source": "gemm-only"} | b.cfg_params(s.precision)
+    stats = None if not ok else {name: summarize(t.of(kind, name)).to_dict()
+                                 for name in ("mainloop_us", "wait_us", "store_us", "signal_us")}
+    b.record("mainloop", params, stats, {"ok": ok})
+
+
+def _blocks(c):
+    return (c.shape.block_m, c.shape.block_n1, c.shape.block_n2)
+
+
+def _gemm_rows(b: Bench) -> list[int]:
+    return [int(v) for v in b.args.gemm_m.split(",") if v]
+
+
+def tune(b: Bench, configs):
+    """Pick block_k/warps/stages per precision: best geomean GEMM ratio over both paths."""
+    from .moe_gemm import gemm_problem, measure_path
+
+    for prec in sorted({c.shape.precision for c in configs}):
+        h, inter, blocks = max((c.shape.hidden, c.shape.intermediate, _blocks(c))
+                               for c in configs if c.shape.precision == prec)
+        p = gemm_problem(h, inter, max(_gemm_rows(b)), prec, device=b.device, n_streams=b.sms,
+                         blocks=blocks)
+        best = None
+        for bk, bk2, w, st in TUNE[prec]:
+            kc = moe.KernelConfig(block_k=bk, block_k2=bk2, num_warps=w, num_stages=st)
+            try:
+                rs = [measure_path(p, path, kc, 10) for path in ("l1", "l2")]
+            except Exception as e:   # noqa: BLE001 (a setting that does not compile)
+                print(f"tune {prec} {(bk, bk2, w, st)}: {type(e).__name__}: {e}", flush=True)
+                continue
+            if not all(r["ok"] for r in rs):
+                print(f"tune {prec} {(bk, bk2, w, st)}: check failed", flush=True)
+                continue
+            score = float(np.sqrt(rs[0]["ratio"] * rs[1]["ratio"]))
+            print(f"tune {prec} bk={bk}/{bk2} warps={w} stages={st}: l1 {rs[0]['ratio']:.3f} "
+                  f"l2 {rs[1]['ratio']:.3f} res={rs[0]['resources']}", flush=True)
+            if best is None or score > best[0]:
+                best = (score, kc)
+        if best is not None:
+            b.settings[prec] = best[1]
+        del p
+
+
+def print_table(rows):
+    print(f"{'kind':8} {'point':34} {'sched/ratio':>12} {'ok':>3} {'kernel_us':>10} "
+          f"{'span p50/p90':>14} {'wait p50':>9} {'signal p50/p90':>15}")
+    for kind, name, sch, ok, st in rows:
+        if kind == "gemm":
+            ratio = "-" if sch is None else f"{sch:.3f}"
+            tf = "-" if st is None else f"{st:.0f} TF"
+            print(f"{kind:8} {name:34} {ratio:>12} {'yes' if ok else 'NO':>3} {tf:>10}")
+            continue
+        if not st:
+            print(f"{kind:8} {name:34} {sch:>12} {'yes' if ok else 'NO':>3}")
+            continue
+        sp, sg = st["span_us"], st["signal_us"]
+        print(f"{kind:8} {name:34} {sch:>12} {'yes' if ok else 'NO':>3} "
+              f"{st['kernel_us']['median']:10.1f} "
+              f"{sp['median']:6.1f}/{sp['p90']:6.1f} {st.get('wait_us', sp)['median']:9.1f} "
+              f"{sg['median']:7.1f}/{sg['p90']:6.1f}")
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1 or args.target != "host":
+        print("hwkernels.moe_bench: only one GPU with --target host is built (ep = 1)",
+              file=sys.stderr)
+        return 2
+    if args.suite == "quick":
+        args.trials, args.gemm_m = min(args.trials, 5), "4096"
+        args.phases = ",".join(p for p in args.phases.split(",") if p != "signal")
+    phases = {p for p in args.phases.split(",") if p}
+    if phases - set(PHASES):
+        print(f'"phases" must be among {PHASES}', file=sys.stderr)
+        return 2
+    configs = load_configs(args.configs)
+    b = Bench(args)
+    t0 = b.t0
+    if args.tune:
+        tune(b, configs)
+    print("settings:", {k: b.cfg_params(k) for k in b.settings}, flush=True)
+    if "kernel" in phases:
+        kernel_phase(b, configs, "signal" in phases)
+    if phases & {"gemm", "mainloop"}:
+        gemm_phase(b, configs, "mainloop" in phases, "gemm" in phases)
+    print(f"done in {time.time() - t0:.0f} s", flush=True)
+    print_table(b.rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

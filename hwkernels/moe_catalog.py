@@ -1,0 +1,103 @@
+"""MoE bench configs: the one-GPU scenario catalog, a built-in list, or scenario TOML files.
+
+    load_configs("")                        -> xsim.moe.catalog.one_gpu_configs() when that
+                                               module exists (moesim's catalog), else BUILTIN
+    load_configs("moe1-...,qwen3-bf16-zipf,x.toml")  catalog or built-in names, TOML files
+
+A TOML config gives the MoEShape fields, a routing kind, skew and seed at the top level, in
+a [params] table (the shipped scenarios' layout), or in [shape] and [routing] tables
+(routing.kind); a file may hold several configs as [[config]] entries. The built-in shapes are stand-ins with the layer sizes of public
+models (hidden, moe intermediate, experts, top-k from their published configs): Qwen3-235B
+(4096, 1536, 128, 8), DeepSeek-V3 (7168, 2048, 256, 8), Mixtral-8x7B (4096, 14336, 8, 2);
+tokens chosen so the balanced case fills 128-row m-blocks (512 rows for Mixtral: the
+compute-bound negative control).
+"""
+
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from xsim.moe.shapes import MoEShape
+
+SHAPE_FIELDS = tuple(f.name for f in fields(MoEShape))
+FAMILIES = {"qwen3": dict(hidden=4096, intermediate=1536, experts=128, topk=8, tokens=2048),
+            "dsv3": dict(hidden=7168, intermediate=2048, experts=256, topk=8, tokens=4096),
+            "mixtral": dict(hidden=4096, intermediate=14336, experts=8, topk=2, tokens=2048)}
+ROUTINGS = {"balanced": 0.0, "zipf": 1.2, "hot": 0.5}
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    shape: MoEShape
+    routing: str = "balanced"
+    skew: float = 0.0
+    seed: int = 0
+
+    def params(self, schedule: str, lead: float, destination: str) -> dict:
+        s = self.shape
+        shape = {k: getattr(s, k) for k in SHAPE_FIELDS}
+        return {"config": self.name, "schedule": schedule, **shape, "routing": self.routing,
+                "skew": self.skew, "seed": self.seed, "lead": lead, "destination": destination}
+
+
+def _builtin() -> dict:
+    out = {}
+    for fam, dims in FAMILIES.items():
+        for prec in ("bf16", "fp8"):
+            for routing, skew in ROUTINGS.items():
+                name = f"{fam}-{prec}-{routing}"
+                out[name] = Config(name, MoEShape(**dims, precision=prec), routing, skew, 0)
+    return out
+
+
+BUILTIN = _builtin()
+
+
+def catalog() -> dict:
+    """The one-GPU scenario catalog by name ({} when xsim.moe.catalog is absent)."""
+    try:
+        from xsim.moe.catalog import one_gpu_configs
+    except ImportError:
+        return {}
+    return {name: Config(name, shape, routing, float(skew), int(seed))
+            for name, shape, routing, skew, seed in one_gpu_configs()}
+
+
+def _from_table(t: dict, default_name: str) -> Config:
+    t = {**t, **t.get("params", {})}
+    shape = dict(t.get("shape", {}))
+    shape.update({k: t[k] for k in SHAPE_FIELDS if k in t})
+    r = t.get("routing", "balanced")
+    if isinstance(r, dict):
+        kind, skew, seed = r.get("kind", "balanced"), r.get("skew", 0.0), r.get("seed", 0)
+    else:
+        kind, skew, seed = r, t.get("skew", 0.0), t.get("seed", 0)
+    return Config(str(t.get("name", default_name)),
+                  MoEShape(**{k: v for k, v in shape.items() if k in SHAPE_FIELDS}), kind,
+                  float(skew), int(seed))
+
+
+def load_toml(path: Path) -> list[Config]:
+    import tomllib
+
+    with open(path, "rb") as f:
+        doc = tomllib.load(f)
+    entries = doc.get("config", [doc])
+    return [_from_table(t, f"{path.stem}-{i}" if len(entries) > 1 else path.stem)
+            for i, t in enumerate(entries)]
+
+
+def load_configs(spec: str) -> list[Config]:
+    known = catalog()
+    if not spec:
+        return list(known.values()) or list(BUILTIN.values())
+    known = {**BUILTIN, **known}
+    out = []
+    for item in (s.strip() for s in spec.split(",") if s.strip()):
+        if item in known:
+            out.append(known[item])
+        elif item.endswith(".toml"):
+            out.extend(load_toml(Path(item)))
+        else:
+            raise ValueError(f'"configs": unknown config {item!r} (not built in, not a .toml)')
+    return out

@@ -1,0 +1,174 @@
+"""The fused kernel's GEMM path alone against cuBLAS on one expert's shapes (GPU only).
+
+    p = gemm_problem(hidden, intermediate, m, precision, seed)     # one expert, m rows
+    r = measure_path(p, "l1" | "l2", config, trials)               # checked, then timed
+
+Path l1 runs only the Linear-1 tiles of the kernel (x[m, H] @ w1[H, 2I], SwiGLU fused,
+activation written to HBM); cuBLAS computes the same product x @ w1 ([m, 2I] out). Path l2
+runs only the Linear-2 tiles (counters preset ready, Combine into device memory, weight 1):
+act[m, I] @ w2[I, H]; cuBLAS the same. bf16: torch.matmul; fp8: torch._scaled_mm with the
+kernel's per-tensor scales. Each side is checked against an fp32 torch product before it is
+timed; a failed check records no time. Times are CUDA-event medians of single launches.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import moe
+from .stats import summarize
+
+
+@dataclass
+class GemmProblem:
+    shape: object          # xsim MoEShape, experts = topk = 1, tokens = m
+    layout: object
+    tables: dict           # "l1" | "l2" -> table with only that kind's tiles
+    data: moe.MoEData
+    act_in: object = None  # the L2 path's fixed input activation (made on first use)
+
+
+def _only(table, kind: int):
+    """The table's tiles of one kind, each stream keeping its order."""
+    from types import SimpleNamespace
+
+    streams = [table.tiles[table.offsets[s]:table.offsets[s + 1]]
+               for s in range(len(table.offsets) - 1)]
+    kept = [st[st[:, 0] == kind] for st in streams]
+    kept = [k for k in kept if len(k)]
+    offsets = np.concatenate([[0], np.cumsum([len(k) for k in kept])]).astype(np.int32)
+    return SimpleNamespace(offsets=offsets, tiles=np.concatenate(kept).astype(np.int32),
+                           l1_nblocks=table.l1_nblocks)
+
+
+def gemm_problem(hidden: int, intermediate: int, m: int, precision: str, seed: int = 0,
+                 n_streams: int = 132, device="cuda", blocks=(128, 128, 128)) -> GemmProblem:
+    """One expert with m rows; blocks = (block_m, block_n1, block_n2)."""
+    from xsim.moe.layout import expert_layout
+    from xsim.moe.routing import route
+    from xsim.moe.schedule import wave_table
+    from xsim.moe.shapes import MoEShape
+
+    shape = MoEShape(hidden=hidden, intermediate=intermediate, experts=1, topk=1, tokens=m,
+                     precision=precision, block_m=blocks[0], block_n1=blocks[1],
+                     block_n2=blocks[2])
+    lay = expert_layout(shape, route(shape, "balanced", seed=seed))
+    table = wave_table(shape, lay, n_streams)
+    return GemmProblem(shape, lay, {"l1": _only(table, 0), "l2": _only(table, 1)},
+                       moe.make_inputs(shape, seed, device))
+
+
+def _events_us(fn, before=None) -> float:
+    import torch
+
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    if before is not None:
+        before()
+    torch.cuda._sleep(2_000_000)   # ~1 ms of GPU work: the host enqueues start, fn, end
+    start.record()                 # before the GPU reaches them (no launch latency timed)
+    fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) * 1e3
+
+
+def _rel_err(got, want) -> float:
+    return float((got.float() - want).abs().max() / want.abs().max().clamp_min(1e-6))
+
+
+def _act_reference(p: GemmProblem):
+    """fp32 silu(x Wg) * (x Wu) for the kernel's inputs (dequantized for fp8)."""
+    d, fp8 = p.data, p.data.precision == "fp8"
+    x = d.x.float() * (d.scales[0] if fp8 else 1.0)
+    w1 = d.w1[0].t().float() * (d.scales[2] if fp8 else 1.0)
+    inter = w1.shape[1] // 2
+    h = x @ w1
+    import torch
+
+    return torch.nn.functional.silu(h[:, :inter]) * h[:, inter:]
+
+
+def _cublas(p: GemmProblem, path: str):
+    """(fn, check) for cuBLAS computing the same product as the kernel's path."""
+    import torch
+
+    d, fp8 = p.data, p.data.precision == "fp8"
+    if path == "l1":
+        a, b, sa, sb = d.x, d.w1[0].t(), d.scales[0:1], d.scales[2:3]
+    else:
+        a, b, sa, sb = p.act_in, d.w2[0].t(), d.scales[1:2], d.scales[3:4]
+    want = (a.float() * (sa if fp8 else 1.0)) @ (b.float() * (sb if fp8 else 1.0))
+    if fp8:                                     # b is already column-major (K-major)
+        sa, sb = sa.clone(), sb.clone()         # own allocations: cuBLASLt wants aligned scales
+        fn = lambda: torch._scaled_mm(a, b, scale_a=sa, scale_b=sb,  # noqa: E731
+                                      out_dtype=torch.bfloat16)
+    else:
+        fn = lambda: torch.matmul(a, b)  # noqa: E731
+    return fn, want
+
+
+def _checked_run(p: GemmProblem, path: str, config: moe.KernelConfig):
+    """Build the path's kernel, run it once and check it: (fused, rel_err, cublas fn, want)."""
+    import torch
+
+    s, d = p.shape, p.data
+    fp8 = d.precision == "fp8"
+    out = torch.empty(s.tokens, 1, s.hidden, dtype=torch.bfloat16, device=d.x.device)
+    fused = moe.FusedMoE(s, p.layout, p.tables[path], d, out, config, ready=(path == "l2"))
+    if path == "l2":
+        if getattr(p, "act_in", None) is None:
+            g = torch.Generator(device=d.x.device).manual_seed(7)
+            act = torch.randn(s.tokens, s.intermediate, generator=g, device=d.x.device)
+            if fp8:
+                d.scales[1] = act.abs().max() / moe.FP8_MAX
+                act = (act / d.scales[1]).to(torch.float8_e4m3fn)
+            p.act_in = act.to(fused.act.dtype)
+        fused.act.copy_(p.act_in)
+    cublas_fn, want = _cublas(p, path)
+    fused.launch()
+    fused.finish()
+    if path == "l1":
+        got = fused.act.float() * (d.scales[1] if fp8 else 1.0)
+        err = _rel_err(got, _act_reference(p))
+    else:
+        err = _rel_err(out[:, 0], want)
+    return fused, err, cublas_fn, want
+
+
+def _tol(p: GemmProblem, path: str) -> float:
+    """Max error / max |want|: bf16 rounding; the fp8 l1 path also rounds its output to e4m3
+    (half a step at the top of the range is 1/32 of the value, plus fp32 order effects)."""
+    return 8e-2 if (path == "l1" and p.data.precision == "fp8") else 3e-2
+
+
+def measure_path(p: GemmProblem, path: str, config: moe.KernelConfig, trials: int = 20) -> dict:
+    """Check, then time, the kernel's path and cuBLAS; dict of results (times None if wrong)."""
+    s = p.shape
+    tol = _tol(p, path)
+    fused, err, cublas_fn, want = _checked_run(p, path, config)
+    cublas_err = _rel_err(cublas_fn(), want)
+    res = {"path": path, "m": s.tokens, "n": 2 * s.intermediate if path == "l1" else s.hidden,
+           "k": s.hidden if path == "l1" else s.intermediate, "precision": p.data.precision,
+           "ok": err <= tol and cublas_err <= tol, "max_rel_err": max(err, cublas_err),
+           "resources": fused.resources}
+    if not res["ok"]:
+        return res
+    ours = [_events_us(fused.enqueue, fused.prepare) for _ in range(trials + 1)][1:]
+    theirs = [_events_us(cublas_fn) for _ in range(trials + 1)][1:]
+    fused.finish()
+    res["triton_us"] = summarize(ours).to_dict()
+    res["cublas_us"] = summarize(theirs).to_dict()
+    res["ratio"] = res["cublas_us"]["median"] / res["triton_us"]["median"]
+    flops = 2.0 * res["m"] * res["n"] * res["k"]
+    res["triton_tflops"] = flops / res["triton_us"]["median"] / 1e6
+    return res
+
+
+def mainloop_samples(p: GemmProblem, path: str, config: moe.KernelConfig):
+    """(ok, TileTimes) of one checked run of the path with stamps on (None when wrong)."""
+    from dataclasses import replace
+
+    fused, err, _, _ = _checked_run(p, path, replace(config, stamps=True))
+    if err > _tol(p, path):
+        return False, None
+    return True, moe.tile_times(fused.stamp_array(), fused.tiles.cpu().numpy())

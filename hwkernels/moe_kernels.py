@@ -1,0 +1,244 @@
+"""Triton kernel of the fused MoE layer (kernels only; launcher and reference in moe.py).
+
+One persistent kernel, `moe_fused_kernel`: program s (one per SM, co-resident) runs stream s
+of the tile table, tiles[offsets[s]:offsets[s+1]] in order. A tile is (kind, expert, mblock,
+nblock) as in MOE_CONTRACT.md. Pointers (R routed rows, M m-blocks, E local experts):
+
+    x_ptr        [T, H]       bf16 | fp8 e4m3   token rows (Dispatch source)
+    w1_ptr       [E, 2I, H]   bf16 | fp8        K-major: row n < I gate column n, I + n up
+    w2_ptr       [E, H, I]    bf16 | fp8        K-major (the contract's w2[e] transposed)
+    act_ptr      [R, I]       bf16 | fp8        Linear-1 output (HBM), rows in expert order
+    out_ptr      [T, topk, H] bf16              Combine destination (host or peer memory)
+    dest_delta_ptr [EP] int64                   EP > 1: rank r's destination buffer is at
+                                                out_ptr + dest_delta[r] elements (16 B aligned)
+    row_token_ptr, row_slot_ptr [R] int32; row_weight_ptr [R] fp32
+    mb_row0_ptr, mb_rend_ptr [M] int32          first row and expert end row of m-block m
+    l2_full_ptr  [M] int32                      zeroed before launch
+    tiles_ptr [n, 4] int32, offsets_ptr [S + 1] int32
+    scale_ptr    fp32 [2 + 2E]                  fp8 only: sx, sa, sw1[E], sw2[E] (per tensor)
+    err_ptr      [2] int32                      err[0] = 1 on a wait timeout, err[1] = tile + 1
+    stamp_ptr    [n, 6] int64                   STAMPS only, %globaltimer ns (see below)
+    sm_ptr       [S] int32                      STAMPS only, %smid of each program
+
+Dispatch on one GPU is fused into Linear-1's A loads: an L1 tile gathers the token rows of
+its m-block (x[row_token[r]]) straight from x, so no dispatch buffer exists. With N > 1 the
+rows arrive from the other ranks over symmetric memory (a Dispatch before Linear-1, NOT
+built here) into a receive buffer [T * N, H] indexed by the global token, which these same
+loads read; Combine then writes token t (of rank t // T_LOCAL) into that rank's buffer.
+
+Ordering ops, exactly (SIGNAL = 0, the correct design the bench records):
+  L1 epilogue: act stores (HBM); bar.sync; thread 0: atom.add.release.gpu l2_full[m] += 1.
+      The release waits until this SM's earlier stores, the Combine stores of the L2 tiles
+      before it included, have drained: it WAITS BEHIND COMBINE STORES (signal_on_drain).
+  L2 wait: ld.volatile l2_full[m] polled (relaxed: no wait behind stores), then one
+      atom.add.acquire.gpu l2_full[m] += 0 and bar.sync; an acquire orders what follows it
+      and does not wait for earlier stores.
+  L2 epilogue: Combine stores (plain st.global, no fence, no signal after them).
+SIGNAL = 1 replaces the release by a relaxed atomic after the same bar.sync; the PTX model
+does not order the act stores before it, so it exists only to measure what the release
+costs (stamp column 5 - column 4), never for records of a correct kernel.
+No warp specialization: the Combine stores are issued by the same warps that run the next
+mainloop, with no staging buffer between (the DES's staging depth 0).
+
+Stamps (STAMPS, %globaltimer, each after a bar.sync): [0] tile start = wait start,
+[1] wait end = mainloop start, [2] mainloop end, [3] epilogue store start, [4] store end
+(every warp's stores issued), [5] tile end (after L1's signal). A wait that runs past
+max_spins polls sets err, and every program stops at its next tile.
+Under the interpreter (INTERPRET) dots run in fp32 (its bf16 dot is wrong, Triton 3.6) and
+the e4m3 cast is pre-rounded (_to_e4m3); the GPU path uses native bf16/e4m3 tensor-core dots.
+"""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _now(on: tl.constexpr):
+    if on:
+        t = tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64,
+                                      is_pure=False, pack=1)
+    else:
+        t = tl.zeros((), dtype=tl.int64)
+    return t
+
+
+@triton.jit
+def _smid(on: tl.constexpr):
+    if on:
+        s = tl.inline_asm_elementwise("mov.u32 $0, %smid;", "=r", [], dtype=tl.int32,
+                                      is_pure=False, pack=1)
+    else:
+        s = tl.zeros((), dtype=tl.int32) - 1
+    return s
+
+
+@triton.jit
+def _stamp(stamp_ptr, tile, col: tl.constexpr, on: tl.constexpr):
+    if on:
+        tl.debug_barrier()
+        tl.store(stamp_ptr + tile * 6 + col, _now(on))
+
+
+@triton.jit
+def _dot(a, b, acc, INTERPRET: tl.constexpr):
+    if INTERPRET:
+        return tl.dot(a.to(tl.float32), b.to(tl.float32), acc)
+    return tl.dot(a, b, acc)
+
+
+@triton.jit
+def _to_e4m3(v, INTERPRET: tl.constexpr):
+    """fp32 -> e4m3. The interpreter's cast drops a rounding carry into the exponent (1.94
+    -> 1.0, Triton 3.6), so there the value is first rounded onto the e4m3 grid by hand."""
+    if INTERPRET:
+        ex = tl.maximum(tl.floor(tl.log2(tl.maximum(tl.abs(v), 1e-30))), -6.0)
+        step = tl.exp2(ex - 3.0)
+        v = tl.floor(v / step + 0.5) * step
+    return v.to(tl.float8e4nv)
+
+
+@triton.jit
+def _linear1(x_ptr, w1_ptr, act_ptr, row_token_ptr, scale_ptr, e, row0, rend, nb,
+             H: tl.constexpr, I: tl.constexpr, E: tl.constexpr, BM: tl.constexpr,
+             BN: tl.constexpr, BK: tl.constexpr, FP8: tl.constexpr, INTERPRET: tl.constexpr,
+             stamp_ptr, t, STAMPS: tl.constexpr):
+    """act[rows, cols] = silu(x[tok] @ Wg[:, cols]) * (x[tok] @ Wu[:, cols])."""
+    rows = row0 + tl.arange(0, BM)
+    rmask = rows < rend
+    tok = tl.load(row_token_ptr + rows, mask=rmask, other=0).to(tl.int64)
+    offs_k = tl.arange(0, BK)
+    cols = nb * BN + tl.arange(0, BN)
+    a_ptrs = x_ptr + tok[:, None] * H + offs_k[None, :]          # gathered rows (Dispatch)
+    g_ptrs = w1_ptr + e.to(tl.int64) * H * 2 * I + cols[None, :] * H + offs_k[:, None]
+    acc_g = tl.zeros((BM, BN), dtype=tl.float32)
+    acc_u = tl.zeros((BM, BN), dtype=tl.float32)
+    _stamp(stamp_ptr, t, 1, STAMPS)
+    for _k in range(0, H, BK):                  # per step: read BM*BK + 2*BK*BN elements
+        a = tl.load(a_ptrs)
+        bg = tl.load(g_ptrs)
+        bu = tl.load(g_ptrs + I * H)
+        acc_g = _dot(a, bg, acc_g, INTERPRET)
+        acc_u = _dot(a, bu, acc_u, INTERPRET)
+        a_ptrs += BK
+        g_ptrs += BK
+    _stamp(stamp_ptr, t, 2, STAMPS)
+    if FP8:
+        s1 = tl.load(scale_ptr) * tl.load(scale_ptr + 2 + e)
+        acc_g = acc_g * s1
+        acc_u = acc_u * s1
+    act = acc_g * tl.sigmoid(acc_g) * acc_u
+    dst = act_ptr + rows.to(tl.int64)[:, None] * I + cols[None, :]
+    _stamp(stamp_ptr, t, 3, STAMPS)
+    if FP8:
+        q = tl.clamp(act / tl.load(scale_ptr + 1), -448.0, 448.0)
+        tl.store(dst, _to_e4m3(q, INTERPRET), mask=rmask[:, None])
+    else:
+        tl.store(dst, act.to(tl.bfloat16), mask=rmask[:, None])
+
+
+@triton.jit
+def _signal(l2_full_ptr, mb, SIGNAL: tl.constexpr):
+    tl.debug_barrier()
+    if SIGNAL == 0:
+        tl.atomic_add(l2_full_ptr + mb, 1, sem="release", scope="gpu")
+    else:
+        tl.atomic_add(l2_full_ptr + mb, 1, sem="relaxed", scope="gpu")
+
+
+@triton.jit
+def _wait(l2_full_ptr, mb, need, max_spins):
+    """Poll l2_full[mb] (relaxed) up to max_spins times, then acquire; True when ready."""
+    v = tl.load(l2_full_ptr + mb, volatile=True)
+    spins = 0
+    while (v < need) & (spins < max_spins):
+        v = tl.load(l2_full_ptr + mb, volatile=True)
+        spins += 1
+    ready = v >= need
+    if ready:   # the result is used, else the compiler drops the acquire as dead code
+        ready = tl.atomic_add(l2_full_ptr + mb, 0, sem="acquire", scope="gpu") >= need
+    tl.debug_barrier()
+    return ready
+
+
+@triton.jit
+def _linear2_combine(act_ptr, w2_ptr, out_ptr, dest_delta_ptr, row_token_ptr, row_slot_ptr,
+                     row_weight_ptr, scale_ptr, e, row0, rend, nb, H: tl.constexpr,
+                     I: tl.constexpr, E: tl.constexpr, TOPK: tl.constexpr,
+                     T_LOCAL: tl.constexpr, EP: tl.constexpr, BM: tl.constexpr,
+                     BN: tl.constexpr, BK: tl.constexpr, FP8: tl.constexpr,
+                     INTERPRET: tl.constexpr, stamp_ptr, t, STAMPS: tl.constexpr):
+    """out[tok, slot, cols] = w_row * (act[rows] @ W2[:, cols]) for the valid rows."""
+    rows = row0 + tl.arange(0, BM)
+    rmask = rows < rend
+    rows_c = tl.minimum(rows, rend - 1).to(tl.int64)        # masked rows read a valid row
+    offs_k = tl.arange(0, BK)
+    cols = nb * BN + tl.arange(0, BN)
+    a_ptrs = act_ptr + rows_c[:, None] * I + offs_k[None, :]
+    b_ptrs = w2_ptr + e.to(tl.int64) * I * H + cols[None, :] * I + offs_k[:, None]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    _stamp(stamp_ptr, t, 1, STAMPS)
+    for _k in range(0, I, BK):                  # per step: read BM*BK + BK*BN elements
+        acc = _dot(tl.load(a_ptrs), tl.load(b_ptrs), acc, INTERPRET)
+        a_ptrs += BK
+        b_ptrs += BK
+    _stamp(stamp_ptr, t, 2, STAMPS)
+    if FP8:
+        acc = acc * (tl.load(scale_ptr + 1) * tl.load(scale_ptr + 2 + E + e))
+    tok = tl.load(row_token_ptr + rows, mask=rmask, other=0).to(tl.int64)
+    slot = tl.load(row_slot_ptr + rows, mask=rmask, other=0).to(tl.int64)
+    w = tl.load(row_weight_ptr + rows, mask=rmask, other=0.0)
+    y = (acc * w[:, None]).to(tl.bfloat16)
+    if EP == 1:
+        dst = out_ptr + (tok * TOPK + slot)[:, None] * H + cols[None, :]
+    else:      # token t lives on rank t // T_LOCAL: its buffer is dest_delta[rank] away
+        delta = tl.multiple_of(tl.load(dest_delta_ptr + tok // T_LOCAL), 8)
+        drow = (tok % T_LOCAL) * TOPK + slot
+        dst = out_ptr + delta[:, None] + drow[:, None] * H + cols[None, :]
+    _stamp(stamp_ptr, t, 3, STAMPS)
+    tl.store(dst, y, mask=rmask[:, None])        # Combine: BM*BN*2 bytes to the destination
+
+
+@triton.jit
+def moe_fused_kernel(x_ptr, w1_ptr, w2_ptr, act_ptr, out_ptr, row_token_ptr, row_slot_ptr,
+                     row_weight_ptr, mb_row0_ptr, mb_rend_ptr, l2_full_ptr, tiles_ptr,
+                     dest_delta_ptr, offsets_ptr, scale_ptr, err_ptr, stamp_ptr, sm_ptr, max_spins,
+                     H: tl.constexpr, I: tl.constexpr, E: tl.constexpr, TOPK: tl.constexpr,
+                     T_LOCAL: tl.constexpr, EP: tl.constexpr, BM: tl.constexpr, BN1: tl.constexpr, BN2: tl.constexpr,
+                     BK1: tl.constexpr, BK2: tl.constexpr, FP8: tl.constexpr,
+                     SIGNAL: tl.constexpr, STAMPS: tl.constexpr, INTERPRET: tl.constexpr):
+    s = tl.program_id(0)
+    if STAMPS:
+        tl.store(sm_ptr + s, _smid(STAMPS))
+    t = tl.load(offsets_ptr + s)
+    end = tl.load(offsets_ptr + s + 1)
+    need = I // BN1
+    while t < end:
+        _stamp(stamp_ptr, t, 0, STAMPS)
+        kind = tl.load(tiles_ptr + t * 4)
+        e = tl.load(tiles_ptr + t * 4 + 1)
+        mb = tl.load(tiles_ptr + t * 4 + 2)
+        nb = tl.load(tiles_ptr + t * 4 + 3)
+        row0 = tl.load(mb_row0_ptr + mb)
+        rend = tl.load(mb_rend_ptr + mb)
+        if kind == 0:
+            _linear1(x_ptr, w1_ptr, act_ptr, row_token_ptr, scale_ptr, e, row0, rend, nb,
+                     H, I, E, BM, BN1, BK1, FP8, INTERPRET, stamp_ptr, t, STAMPS)
+            _stamp(stamp_ptr, t, 4, STAMPS)
+            _signal(l2_full_ptr, mb, SIGNAL)
+            _stamp(stamp_ptr, t, 5, STAMPS)
+            t += 1
+        else:
+            if _wait(l2_full_ptr, mb, need, max_spins):
+                _linear2_combine(act_ptr, w2_ptr, out_ptr, dest_delta_ptr, row_token_ptr,
+                                 row_slot_ptr, row_weight_ptr, scale_ptr, e, row0, rend, nb,
+                                 H, I, E, TOPK, T_LOCAL, EP, BM, BN2, BK2, FP8, INTERPRET,
+                                 stamp_ptr, t, STAMPS)
+                _stamp(stamp_ptr, t, 4, STAMPS)
+                _stamp(stamp_ptr, t, 5, STAMPS)
+                t += 1
+            else:
+                tl.atomic_xchg(err_ptr, 1)
+                tl.atomic_xchg(err_ptr + 1, t + 1)
+                t = end
+        if tl.load(err_ptr, volatile=True) != 0:
+            t = end

@@ -1,0 +1,68 @@
+"""The moe builder through the CLI: both schedules, eq. 14, and one-line errors (exit 2)."""
+
+import json
+
+import pytest
+
+from xsim.cli import main
+
+SMALL = ["--set", "tokens=256", "--set", "hidden=512", "--set", "intermediate=256", "--set", "experts=8",
+         "--set", "topk=2", "--set", "n_streams=16"]
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_simulate_both_schedules_json(capsys):
+    code, out, _ = run(capsys, "simulate", "moe1-qwen3-30b-bf16-zipf-4096", *SMALL, "--engine", "fast",
+                       "--platform", "paper-8gpu", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    for schedule in ("wave", "interleaved"):
+        assert doc[schedule]["kernel_us"] > 0
+        assert set(doc[schedule]["span_us"]) >= {"median", "p10", "p90", "n"}
+    assert doc["speedup"] == pytest.approx(doc["wave"]["kernel_us"] / doc["interleaved"]["kernel_us"])
+    assert doc["wave"]["remote_bytes"] == doc["interleaved"]["remote_bytes"] == 256 * 2 * 512 * 2
+    assert doc["compute_model"] == {"l1": "roofline", "l2": "roofline"}
+    assert isinstance(doc["closed_form"]["eq14_int_ok"], bool)
+
+
+def test_simulate_one_schedule_table(capsys):
+    code, out, _ = run(capsys, "simulate", "moe1-qwen3-30b-bf16-zipf-4096", *SMALL, "--set", "schedule=wave",
+                       "--engine", "fast", "--platform", "paper-8gpu")
+    assert code == 0 and "span_us" in out and "kernel_us" in out
+
+
+@pytest.mark.parametrize("sets, message", [
+    (["experts=10", "ep=4"], '"experts" (10) must be divisible by "ep" (4)'),
+    (["topk=9"], '"topk" (9) must be <= "experts" (8)'),
+    (["block_n1=96"], '"block_n1" (96) must divide "intermediate" (256)'),
+    (["block_n2=384"], '"block_n2" (384) must divide "hidden" (512)'),
+    (["lead=0", "schedule=interleaved"], "dependency cycle"),
+])
+def test_impossible_configs_are_one_line_errors(capsys, sets, message):
+    extra = [x for s in sets for x in ("--set", s)]
+    code, _, err = run(capsys, "simulate", "moe1-qwen3-30b-bf16-zipf-4096", *SMALL, *extra, "--engine", "fast",
+                       "--platform", "paper-8gpu")
+    assert code == 2
+    assert err.count("\n") == 1 and message in err
+
+
+def test_a_tile_table_unsafe_for_co_resident_streams_is_an_error(capsys, tmp_path):
+    import numpy as np
+
+    from xsim.moe.tiles import L1, L2
+
+    # one expert, 2 m-blocks (tokens 128, topk 1, block_m 64), 1 L1 and 1 L2 n-block each; stream 0
+    # waits on m-block 0 before its L1 of m-block 1, stream 1 on m-block 1 before its L1 of m-block 0
+    tiles = np.array([[L2, 0, 0, 0], [L1, 0, 1, 0], [L2, 0, 1, 0], [L1, 0, 0, 0]], dtype=np.int32)
+    path = tmp_path / "table.npz"
+    np.savez(path, offsets=np.array([0, 2, 4], np.int32), tiles=tiles)
+    sets = ["tokens=128", "experts=1", "topk=1", "hidden=128", "intermediate=128", "block_m=64",
+            "n_streams=2", "schedule=wave", f"tile_table={path}"]
+    code, _, err = run(capsys, "simulate", "moe1-qwen3-30b-bf16-zipf-4096", *[x for s in sets for x in ("--set", s)],
+                       "--engine", "fast", "--platform", "paper-8gpu")
+    assert code == 2 and err.count("\n") == 1 and "not safe for co-resident streams" in err

@@ -1,0 +1,95 @@
+"""The MoE runner end to end under Triton's interpreter: records for a tiny config.
+
+The GPU-only pieces are replaced (CUDA events by a wall clock, mapped host memory by a CPU
+tensor, one stream so the interpreter's sequential programs cannot wait on a later one);
+what is tested is the runner's control flow: check before timing, record kinds and fields.
+"""
+
+import json
+import os
+import time
+
+os.environ["TRITON_INTERPRET"] = "1"
+
+import pytest  # noqa: E402
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+from hwkernels import moe, moe_bench, moe_catalog  # noqa: E402
+from xsim.moe.shapes import MoEShape  # noqa: E402
+
+
+class WallEvent:
+    def __init__(self, **_):
+        self.t = 0.0
+
+    def record(self):
+        self.t = time.perf_counter()
+
+    def synchronize(self):
+        pass
+
+    def elapsed_time(self, other):
+        return (other.t - self.t) * 1e3
+
+
+@pytest.fixture
+def cpu_runner(monkeypatch):
+    shape = MoEShape(hidden=64, intermediate=64, experts=4, topk=2, tokens=24,
+                     block_m=16, block_n1=32, block_n2=32)
+    cfg = moe_catalog.Config("tiny-bf16-zipf", shape, "zipf", 1.2, 0)
+    monkeypatch.setattr(moe_catalog, "catalog", lambda: {cfg.name: cfg})
+    monkeypatch.setattr(torch.cuda, "Event", WallEvent)
+    monkeypatch.setattr(torch.cuda, "_sleep", lambda n: None)
+    monkeypatch.setattr(moe_bench, "SETTINGS", {"bf16": moe.KernelConfig(block_k=32)})
+    monkeypatch.setattr(moe.FusedMoE, "distinct_sms", lambda self: True)
+
+    def init(self, args):
+        self.args, self.device, self.sms = args, torch.device("cpu"), 1
+        self._platform = {"gpu": "cpu", "gpu_count": 1, "sms": 1, "driver": "none"}
+        self.commit, self.dirty, self.rows = "test", None, []
+        self.settings, self.t0 = dict(moe_bench.SETTINGS), time.time()
+
+    def host_out(shape, device):
+        t = torch.empty(shape.tokens, shape.topk, shape.hidden, dtype=torch.bfloat16)
+        return t, t, None
+
+    monkeypatch.setattr(moe_bench.Bench, "__init__", init)
+    monkeypatch.setattr(moe_bench, "_host_out", host_out)
+    return cfg
+
+
+def test_runner_checks_then_records_every_kind(cpu_runner, tmp_path):
+    out = tmp_path / "r.jsonl"
+    rc = moe_bench.main(["--out", str(out), "--target", "host", "--trials", "2",
+                         "--phases", "kernel,signal,gemm,mainloop", "--gemm-m", "32"])
+    assert rc == 0
+    recs = [json.loads(line) for line in out.read_text().splitlines()]
+    kinds = [r["kind"] for r in recs]
+    assert kinds.count("kernel") == 2 and kinds.count("signal") == 2
+    assert kinds.count("gemm") == 2 and kinds.count("mainloop") == 2
+    assert all(r["check"]["ok"] for r in recs)
+    kern = [r for r in recs if r["kind"] == "kernel"]
+    assert {r["params"]["schedule"] for r in kern} == {"wave", "interleaved"}
+    assert kern[0]["params"]["config"] == cpu_runner.name
+    assert set(kern[0]["stats"]) >= {"kernel_us", "span_us", "stall_us", "wait_us", "signal_us",
+                                     "l1_mainloop_us", "l2_mainloop_us", "kernel_nostamp_us"}
+    assert kern[0]["stats"]["kernel_us"]["n"] == 2            # warm-up run not kept
+    gemm = [r for r in recs if r["kind"] == "gemm"]
+    assert {r["params"]["path"] for r in gemm} == {"l1", "l2"}
+    assert set(gemm[0]["stats"]) == {"triton_us", "cublas_us"}
+
+
+def test_runner_refuses_more_than_one_gpu(monkeypatch, tmp_path):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert moe_bench.main(["--out", str(tmp_path / "r.jsonl"), "--target", "peer"]) == 2
+
+
+def test_a_wrong_result_records_no_time(cpu_runner, tmp_path, monkeypatch):
+    monkeypatch.setattr(moe, "check", lambda out, ref, routed=None: (False, 9.0))
+    out = tmp_path / "r.jsonl"
+    assert moe_bench.main(["--out", str(out), "--trials", "2", "--phases", "kernel,signal"]) == 0
+    recs = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["kind"] for r in recs] == ["kernel", "kernel"]  # no signal run after a failure
+    assert all(r["check"] == {"ok": False, "max_abs_err": 9.0} and r["stats"] == {} for r in recs)

@@ -1,0 +1,54 @@
+"""The MoE bench's configs: built-in list, names, scenario TOMLs (no GPU needed)."""
+
+import pytest
+
+from hwkernels import moe_catalog
+from xsim.moe.shapes import MoEShape
+
+SCENARIO = """
+name = "moe1-tiny-bf16-zipf"
+builder = "moe"
+[params]
+hidden = 256
+intermediate = 256
+experts = 8
+topk = 2
+tokens = 64
+ep = 1
+precision = "bf16"
+block_m = 64
+block_n1 = 64
+block_n2 = 64
+staging_depth = 0
+routing = "zipf"
+skew = 1.2
+seed = 3
+schedule = "both"
+"""
+
+
+def test_builtin_configs_cover_both_precisions_and_routings():
+    cfgs = list(moe_catalog.BUILTIN.values())
+    assert len(cfgs) == 18
+    assert {c.shape.precision for c in cfgs} == {"bf16", "fp8"}
+    assert {c.routing for c in cfgs} == {"balanced", "zipf", "hot"}
+
+
+def test_scenario_toml_params_table(tmp_path):
+    path = tmp_path / "moe1-tiny.toml"
+    path.write_text(SCENARIO)
+    (cfg,) = moe_catalog.load_configs(str(path))
+    assert cfg.name == "moe1-tiny-bf16-zipf"
+    assert cfg.shape == MoEShape(hidden=256, intermediate=256, experts=8, topk=2, tokens=64,
+                                 block_m=64, block_n1=64, block_n2=64)
+    assert (cfg.routing, cfg.skew, cfg.seed) == ("zipf", 1.2, 3)
+    p = cfg.params("wave", 0.0, "host")
+    assert p["config"] == cfg.name and p["schedule"] == "wave" and p["destination"] == "host"
+    assert p["hidden"] == 256 and p["routing"] == "zipf" and p["lead"] == 0.0
+
+
+def test_builtin_name_and_unknown_name():
+    (cfg,) = moe_catalog.load_configs("dsv3-fp8-hot")
+    assert cfg.shape.precision == "fp8" and cfg.routing == "hot"
+    with pytest.raises(ValueError, match='"configs"'):
+        moe_catalog.load_configs("no-such-config")

@@ -1,0 +1,53 @@
+"""The compute model: a linear fit of measured mainloops per key, else the roofline."""
+
+import json
+
+import pytest
+
+from xsim.moe.compute import ROOFLINE_PEAKS, fit_records, mainloop_model, roofline_tile_us
+from xsim.moe.shapes import MoEShape
+
+SHAPE = MoEShape(hidden=2048, intermediate=1024, experts=8, topk=2, tokens=512, precision="fp8")
+
+
+def record(kind, k_dim, median, precision="fp8", block_n=128, ok=True):
+    # test data made up for the fit, not a measurement
+    return {"experiment": "moe", "kind": "mainloop", "check": {"ok": ok},
+            "params": {"precision": precision, "block_m": 128, "block_n": block_n, "k_dim": k_dim, "kind": kind},
+            "stats": {"mainloop_us": {"median": median}}}
+
+
+def test_roofline_is_compute_bound_for_a_large_k():
+    peaks = ROOFLINE_PEAKS["h200"]
+    t = roofline_tile_us(SHAPE, "l2", peaks, 132, weight_reuse=1e9)
+    assert t == pytest.approx(2 * 128 * 128 * 1024 / (1580e6 / 132))   # FLOPs / per-SM FLOP/us
+    assert roofline_tile_us(SHAPE, "l1", peaks, 132, 1e9) == pytest.approx(2 * 128 * 256 * 2048 / (1580e6 / 132))
+    slow = roofline_tile_us(SHAPE, "l2", peaks, 132, weight_reuse=1.0)   # weights read once per tile
+    assert slow > t
+
+
+def test_fit_gives_the_fixed_cost_and_slope(tmp_path):
+    recs = [record("l2", 512, 3.0), record("l2", 1024, 5.0), record("l2", 2048, 9.0), record("l2", 4096, 1.0, ok=False)]
+    fit = fit_records(recs)[("fp8", 128, 128, "l2")]
+    assert fit.fixed_us == pytest.approx(1.0) and fit.per_k_us == pytest.approx(1 / 256)
+    path = tmp_path / "x-moe.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    model = mainloop_model("x", 132, str(path))
+    assert model.l2_us(SHAPE) == pytest.approx(1.0 + 1024 / 256)
+    assert model.source(SHAPE) == {"l1": "roofline", "l2": "records"}
+    assert mainloop_model("x", 132, str(path), use_records=False).source(SHAPE)["l2"] == "roofline"
+
+
+def test_one_point_scales_in_proportion():
+    fit = fit_records([record("l1", 2048, 8.0)])[("fp8", 128, 128, "l1")]
+    assert fit.at(4096) == pytest.approx(16.0)
+
+
+def test_overheads_from_the_mainloop_records():
+    rec = record("l1", 2048, 8.0, precision="bf16")
+    rec["stats"].update({"wait_us": {"median": 0.8}, "store_us": {"median": 0.5}, "signal_us": {"median": 1.0}})
+    model = mainloop_model("x", 132, records=[rec])
+    shape = MoEShape(hidden=2048, intermediate=1024, experts=8, topk=2, tokens=512)
+    assert model.overhead_us(shape, "l1", "wait_us") == pytest.approx(0.8)
+    assert model.l1_epilogue_us(shape) == pytest.approx(1.5)
+    assert model.overhead_us(shape, "l2", "wait_us") == 0.0

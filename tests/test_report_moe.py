@@ -1,0 +1,79 @@
+"""xsim report --experiment moe on records these tests write (test data, never shipped)."""
+
+import json
+
+import pytest
+
+from xsim.cli import main
+
+PLATFORM = {"gpu": "test-gpu", "gpu_count": 1, "sms": 132, "driver": "test", "link": "test"}
+SMALL = {"tokens": 256, "hidden": 512, "intermediate": 256, "experts": 8, "topk": 2}
+
+
+def stats(median, p10=None, p90=None):
+    return {"mean": median, "median": median, "p10": p10 or median, "p90": p90 or median,
+            "min": p10 or median, "max": p90 or median, "n": 20}
+
+
+def record(kind, params, stat):
+    return {"schema": "xstage.record/1", "experiment": "moe", "kind": kind, "params": params, "stats": stat,
+            "check": {"ok": True, "max_abs_err": 0.0}, "platform": PLATFORM, "commit": "test", "dirty": True,
+            "time_utc": "2026-12-01T00:00:00Z"}
+
+
+def write_records(path):
+    """Two configs x both schedules, a mainloop point and two GEMM points: made-up numbers."""
+    recs = []
+    for config, routing, wave_us, int_us in (("moe1-qwen3-30b-bf16-zipf-4096", "zipf", 120.0, 100.0),
+                                             ("not-a-scenario", "balanced", 90.0, 95.0)):
+        for schedule, t in (("wave", wave_us), ("interleaved", int_us)):
+            p = {"config": config, "schedule": schedule, **SMALL, "routing": routing, "lead": 4, "destination": "host"}
+            recs.append(record("kernel", p, {"kernel_us": stats(t), "span_us": stats(3.0, 1.0, 9.0),
+                                             "stall_us": stats(0.5), "wait_us": stats(0.25),
+                                             "l1_mainloop_us": stats(4.0),
+                                             "l2_mainloop_us": stats(2.0)}))
+    recs.append(record("mainloop", {"precision": "bf16", "block_m": 128, "block_n": 128, "k_dim": 256, "kind": "l2"},
+                       {"mainloop_us": stats(2.0)}))
+    for t, c in ((10.0, 8.0), (20.0, 18.0)):
+        recs.append(record("gemm", {"precision": "bf16", "m": 128, "n": 256, "k": 512},
+                           {"triton_us": stats(t), "cublas_us": stats(c)}))
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    return str(path)
+
+
+def test_moe_report_json_keys(capsys, tmp_path):
+    path = write_records(tmp_path / "test-moe.jsonl")
+    assert main(["report", "--experiment", "moe", "--records", path, "--platform", "paper-8gpu", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    keys = {"n_configs", "geomean_speedup_measured", "geomean_speedup_predicted", "speedup_abs_err_max",
+            "geomean_speedup_skewed_measured", "selector_geomean", "selector_worst", "gemm_vs_cublas_min"}
+    assert keys <= set(doc)
+    assert doc["n_configs"] == 2
+    assert doc["geomean_speedup_measured"] == pytest.approx((1.2 * 90 / 95) ** 0.5)
+    assert doc["gemm_vs_cublas_min"] == pytest.approx(0.8)
+    assert doc["speedup_abs_err_max"] >= 0 and doc["geomean_speedup_predicted"] > 0
+    assert 0 < doc["selector_worst"] <= doc["selector_geomean"]
+    moe = doc["experiments"]["moe"]
+    assert len(moe["paper_table2"]) == 7 and "closed_span_us" in moe["paper_table2"][0]
+    row = next(r for r in moe["table2"] if r["config"] == "not-a-scenario")   # the builder's defaults
+    assert row["span_measured_us"] == [3.0, 3.0] and row["wait_measured_us"] == [0.25, 0.25]
+    assert all(x >= 0 for x in row["eq15_predicted_us"] + row["wait_predicted_us"])
+    assert "l2:records" in moe["compute_model"]
+
+
+def test_moe_report_html(capsys, tmp_path):
+    path = write_records(tmp_path / "test-moe.jsonl")
+    out = tmp_path / "r.html"
+    assert main(["report", "--experiment", "moe", "--records", path, "--platform", "paper-8gpu", "--no-des",
+                 "-o", str(out)]) == 0
+    text = out.read_text()
+    assert "moe_fig8_speedup" in text and "moe_fig10_span" in text and "Table 2" in text
+    assert text.count("<figcaption>") == 2
+
+
+def test_no_moe_records_is_one_line(capsys, tmp_path):
+    path = tmp_path / "other.jsonl"
+    path.write_text(json.dumps({**record("kernel", {}, {}), "experiment": "micro", "kind": "nccl"}) + "\n")
+    assert main(["report", "--experiment", "moe", "--records", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no moe records" in err

@@ -1,0 +1,199 @@
+"""A MegaMoE layer (paper Secs. 4.2, 5.2) as the tile streams its fused kernel runs.
+
+The scheduler (:mod:`xsim.moe.schedule`) emits the very tile table the kernel executes; the
+table becomes a workload (:mod:`xsim.moe.des_workload`) whose mainloop times come from the
+compute model (:mod:`xsim.moe.compute`: measured records, else a roofline). ``schedule =
+both`` simulates the expert-wave and the interleaved tables and reports the speedup
+(:func:`simulate`) and the selector's pick (:mod:`xsim.moe.selector`); ``predict`` gives the
+closed forms (eqs. 12-16) for the same config.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from xsim.closedform.megamoe import schedule_spans
+from xsim.moe import metrics, selector
+from xsim.moe.compute import mainloop_model
+from xsim.moe.des_workload import RELEASES, mblock_remote_rows, tile_workload
+from xsim.moe.layout import expert_layout
+from xsim.moe.routing import ROUTINGS, route
+from xsim.moe.schedule import d_knee, default_lead, experts_per_wave, schedule_table
+from xsim.moe.shapes import PRECISIONS, MoEShape
+from xsim.moe.tiles import TileTable
+from xsim.params import Param
+from xsim.platform import Platform
+
+PARAMS = {
+    "hidden": Param("int", 2048, "model hidden size", minimum=1),
+    "intermediate": Param("int", 768, "expert intermediate size (moe_intermediate_size)", minimum=1),
+    "experts": Param("int", 128, "routed experts (all ranks)", minimum=1),
+    "topk": Param("int", 8, "experts per token", minimum=1),
+    "tokens": Param("int", 4096, "tokens per rank", minimum=1),
+    "ep": Param("int", 1, "expert-parallel ranks", minimum=1),
+    "precision": Param("str", "bf16", "bf16, or fp8 e4m3 weights and activations (W8A8)", choices=PRECISIONS),
+    "block_m": Param("int", 128, "rows per m-block", minimum=1),
+    "block_n1": Param("int", 128, "intermediate columns per Linear-1 tile (gate and up)", minimum=1),
+    "block_n2": Param("int", 128, "hidden columns per Linear-2 tile", minimum=1),
+    "routing": Param("str", "balanced", "token routing", choices=ROUTINGS),
+    "skew": Param("float", 1.2, "zipf exponent, or the hot expert's share of tokens", minimum=0),
+    "seed": Param("int", 0, "routing seed", minimum=0),
+    "schedule": Param("str", "both", "which tile table", choices=("wave", "interleaved", "both")),
+    "lead": Param("float", -1.0, "Algorithm 1's lead D in rows (< 0: ceil(D_knee), at least 1)"),
+    "n_streams": Param("int", 0, "persistent CTAs (0: one per SM of the platform)", minimum=0),
+    "staging_depth": Param("int", 0, "staging slots S (0: the compute role issues its own stores)", minimum=0),
+    "l1_release": Param("str", "drain", "when an L1 tile's l2_full signal takes effect", choices=RELEASES),
+    "compute": Param("str", "auto", "mainloop times: measured records if any, else roofline",
+                     choices=("auto", "roofline")),
+    "mainloop_records": Param("str", "", "moe records file (default: calibration/records/<platform>-moe.jsonl)"),
+    "tile_fixed_us": Param("us", 0.0, "roofline's fixed per-tile cost", minimum=0),
+    "l2_epilogue_us": Param("us", 0.0, "fixed epilogue time before a Linear-2 tile's first store", minimum=0),
+    "kernel_overhead_us": Param("us", 0.0, "fixed kernel time outside the tiles (launch, Dispatch)", minimum=0),
+    "l2_cache_bytes": Param("bytes", 0, "L2 cache the selector's locality model uses (0: the GPU's)", minimum=0),
+    "tile_table": Param("str", "", "a tile table (.npz with offsets, tiles) to run instead of the schedule's"),
+}
+
+
+class Config:
+    """Everything a MoE run derives from its params once: shape, layout, compute times."""
+
+    def __init__(self, params: dict, platform: Platform, mainloop_records: list[dict] | None = None):
+        self.params, self.platform = params, platform
+        self.shape = MoEShape(hidden=params["hidden"], intermediate=params["intermediate"],
+                              experts=params["experts"], topk=params["topk"], tokens=params["tokens"],
+                              ep=params["ep"], precision=params["precision"], block_m=params["block_m"],
+                              block_n1=params["block_n1"], block_n2=params["block_n2"])
+        self.routing = route(self.shape, params["routing"], params["skew"], params["seed"])
+        self.layout = expert_layout(self.shape, self.routing, rank=0)
+        self.n_streams = params["n_streams"] or platform.sms
+        self.lead = default_lead(self.shape, self.n_streams) if params["lead"] < 0 else params["lead"]
+        self.model = mainloop_model(platform.name, platform.sms, params["mainloop_records"],
+                                    use_records=params["compute"] == "auto", fixed_us=params["tile_fixed_us"],
+                                    records=mainloop_records)
+        used = self.layout.rows_per_expert > 0
+        reuse = float(np.mean(np.diff(self.layout.expert_mblock)[used])) if used.any() else 1.0
+        # the measured wait before a mainloop with nothing pending is part of every tile's cost
+        self.wait_overhead_us = {k: self.model.overhead_us(self.shape, k, "wait_us") for k in ("l1", "l2")}
+        self.t_l1_us = self.model.l1_us(self.shape, reuse) + self.wait_overhead_us["l1"]
+        self.t_l2_us = self.model.l2_us(self.shape, reuse) + self.wait_overhead_us["l2"]
+        self.l1_epilogue_us = self.model.l1_epilogue_us(self.shape)
+
+    def table(self, schedule: str):
+        if self.params["tile_table"]:
+            table = load_table(self.params["tile_table"], self.shape, self.layout)
+        else:
+            table = schedule_table(self.shape, self.layout, schedule, self.n_streams, self.lead)
+        table.validate()
+        return table
+
+    def workload(self, schedule: str, table=None):
+        p = self.params
+        table = self.table(schedule) if table is None else table
+        return tile_workload(table, self.shape, self.layout, self.platform, self.t_l1_us,
+                             self.t_l2_us, p["staging_depth"], p["l1_release"], p["l2_epilogue_us"],
+                             self.l1_epilogue_us)
+
+    def locality(self, table, result):
+        key = "b200" if self.platform.name.startswith("paper") else "h200"
+        capacity = self.params["l2_cache_bytes"] or selector.L2_CACHE_BYTES[key]
+        return selector.locality(self.shape, table.tiles, result, capacity, self.model.peaks["hbm_tbps"])
+
+
+def load_table(path: str, shape: MoEShape, layout) -> TileTable:
+    """A tile table from an .npz file (arrays ``offsets`` and ``tiles``, the contract's dtypes)."""
+    import io
+
+    from xsim.fileio import read_bytes
+
+    try:
+        with np.load(io.BytesIO(read_bytes(path, "tile table", ValueError))) as data:
+            offsets, tiles = data["offsets"].astype(np.int32), data["tiles"].astype(np.int32)
+    except (OSError, KeyError, ValueError, TypeError) as exc:
+        raise ValueError(f"cannot read tile table {path}: {exc}") from None
+    return TileTable(offsets, tiles, shape.l1_nblocks, shape.l2_nblocks, layout.n_mblocks, schedule="file")
+
+
+def size(params: dict, platform: Platform) -> tuple[int, float]:
+    """An upper bound of one schedule's tiles, before routing (nothing allocated): the rows this
+    rank's experts can receive (every token of every rank, at most ``min(topk, local experts)``
+    rows each) in m-blocks, each with its Linear-1 and Linear-2 tiles. The simulated time of a
+    layer is microseconds to milliseconds: not bounded here (0)."""
+    shape = MoEShape(hidden=params["hidden"], intermediate=params["intermediate"], experts=params["experts"],
+                     topk=params["topk"], tokens=params["tokens"], ep=params["ep"], precision=params["precision"],
+                     block_m=params["block_m"], block_n1=params["block_n1"], block_n2=params["block_n2"])
+    rows = shape.tokens * shape.ep * min(shape.topk, shape.experts_local)
+    mblocks = -(-rows // shape.block_m) + shape.experts_local
+    return mblocks * (shape.l1_nblocks + shape.l2_nblocks), 0.0
+
+
+def build(params: dict, platform: Platform):
+    """The workload of one schedule (``both``: the interleaved one; see :func:`simulate`)."""
+    schedule = "interleaved" if params["schedule"] == "both" else params["schedule"]
+    return Config(params, platform).workload(schedule)
+
+
+def simulate(params: dict, platform: Platform, engine: str = "fast", trace: bool = True,
+             mainloop_records: list[dict] | None = None, mainloops_us: tuple[float, float] | None = None):
+    """Run the requested schedule(s): (the last result, its summary with both schedules).
+
+    ``mainloops_us`` (T_L2, T_L1) replaces the compute model's times (e.g. measured ones).
+    """
+    from xsim.des import simulate as run
+
+    cfg = Config(params, platform, mainloop_records)
+    if mainloops_us is not None:
+        cfg.t_l2_us, cfg.t_l1_us = mainloops_us
+    schedules = ("wave", "interleaved") if params["schedule"] == "both" else (params["schedule"],)
+    out, result, local = {}, None, {}
+    for schedule in schedules:
+        table = cfg.table(schedule)
+        result = run(cfg.workload(schedule, table), engine=engine, trace=trace)
+        out[schedule] = metrics.summarize(result, params["kernel_overhead_us"])
+        if len(schedules) > 1:
+            local[schedule] = cfg.locality(table, result)
+    summary = _header(cfg)
+    summary.update(out if len(out) > 1 else out[schedules[0]])
+    if len(out) > 1:
+        summary["speedup"] = out["wave"]["kernel_us"] / out["interleaved"]["kernel_us"]
+        summary["selector"] = selector.pick(out["wave"]["kernel_us"], out["interleaved"]["kernel_us"],
+                                            local["wave"], local["interleaved"]).to_dict()
+    return result, summary
+
+
+def summarize(result, params: dict) -> dict:
+    """One schedule's summary (the generic ``xsim simulate`` path)."""
+    return metrics.summarize(result, params["kernel_overhead_us"])
+
+
+def _header(cfg: Config) -> dict:
+    source = cfg.model.source(cfg.shape)
+    return {
+        "compute_model": source, "mainloop_records": cfg.model.records_file or None,
+        "l1_mainloop_us": cfg.t_l1_us, "l2_mainloop_us": cfg.t_l2_us,
+        "tile_wait_overhead_us": cfg.wait_overhead_us, "l1_epilogue_us": cfg.l1_epilogue_us,
+        "lead": cfg.lead, "d_knee": d_knee(cfg.shape, cfg.n_streams),
+        "experts_per_wave": experts_per_wave(cfg.shape, cfg.n_streams),
+        "n_mblocks": cfg.layout.n_mblocks, "rows": cfg.layout.n_rows, "n_streams": cfg.n_streams,
+        "max_expert_rows": int(cfg.layout.rows_per_expert.max()) if cfg.layout.rows_per_expert.size else 0,
+    }
+
+
+def predict(params: dict, platform: Platform, mainloop_records: list[dict] | None = None,
+            mainloops_us: tuple[float, float] | None = None) -> dict:
+    """Closed forms for the config: eq. 14 for both gaps, eqs. 12-13 spans, eq. 15 stalls.
+
+    ``mainloops_us`` (T_L2, T_L1) replaces the compute model's times (e.g. measured ones).
+    """
+    cfg = Config(params, platform, mainloop_records)
+    t_l2, t_l1 = mainloops_us if mainloops_us is not None else (cfg.t_l2_us, cfg.t_l1_us)
+    shape, k = cfg.shape, cfg.n_streams
+    remote = mblock_remote_rows(shape, cfg.layout)
+    v_tile = float(shape.combine_bytes(1) * remote.mean()) if remote.size else 0.0
+    volume = k * v_tile
+    t0 = platform.t_iss0_us(k, v_tile)
+    rate = platform.effective_drain_rate_gbps(max(1, shape.ep - 1))
+    spans = schedule_spans(volume, t0, t_l2, t_l1, shape.l1_nblocks, shape.l2_nblocks, rate,
+                           platform.capacity_bytes(k), covered=params["staging_depth"] >= 2)
+    return {"volume_bytes": volume, "t_iss0_us": t0, "drain_rate_gbps": rate, **vars(spans),
+            "t_l2_us": t_l2, "t_l1_us": t_l1,
+            "d_knee": d_knee(shape, k), "lead": cfg.lead, "compute_model": cfg.model.source(shape)}

@@ -1,0 +1,182 @@
+"""Per-tile mainloop times: measured records where they exist, else a roofline.
+
+A Linear-1 tile is a ``block_m x (2 * block_n1) x hidden`` GEMM (gate and up), a Linear-2 tile
+``block_m x block_n2 x intermediate``. Measured records (experiment ``moe``, kind ``mainloop``,
+params ``{precision, block_m, block_n, k_dim, kind: "l1" | "l2"}``, stats ``mainloop_us``; for
+``l1`` ``block_n`` is ``block_n1``, the intermediate columns) give the time per tile: for one
+(precision, block_m, block_n, kind) the medians are fit by ``t = fixed_us + per_k_us * k_dim``
+(least squares; one point: proportional), so any ``k_dim`` is predicted from one calibration.
+The same records' per-tile costs outside the mainloop (``wait_us`` with no dependency
+pending, an L1 tile's ``store_us`` and ``signal_us``) are the kernel's fixed per-tile costs
+(:meth:`MainloopModel.overhead_us`). Without a record for that key the roofline is used:
+``t = max(flops / peak_per_sm, bytes / hbm_per_sm) + fixed_us``, an ideal-cache roofline: a
+tile's weight bytes are shared by the m-blocks of its expert (``weight_reuse``) and its
+activation rows by the n-blocks of its m-block.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from xsim.moe.shapes import MoEShape
+
+# Dense peaks per GPU (TFLOP/s by precision, HBM TB/s) the roofline uses, by platform name.
+ROOFLINE_PEAKS = {
+    # NVIDIA H200 SXM datasheet, dense (no sparsity): 989 TFLOP/s bf16 is the boost figure; the
+    # brief fixes 790 bf16 / 1580 fp8 (sustained) and 4.3 TB/s of the 4.8 TB/s HBM3e.
+    "h200": {"bf16": 790.0, "fp8": 1580.0, "hbm_tbps": 4.3},
+    # The paper's 148-SM GPU (Sec. 5.1), assumed B200-class: 2.25 PFLOP/s bf16, 4.5 PFLOP/s fp8
+    # dense, 8 TB/s HBM3e (NVIDIA B200 datasheet). An assumption, not a measurement.
+    "b200": {"bf16": 2250.0, "fp8": 4500.0, "hbm_tbps": 8.0},
+}
+
+
+@dataclass(frozen=True)
+class LinearFit:
+    fixed_us: float
+    per_k_us: float
+    n_points: int
+
+    def at(self, k_dim: int) -> float:
+        return self.fixed_us + self.per_k_us * k_dim
+
+
+@dataclass(frozen=True)
+class MainloopModel:
+    """Mainloop time per tile kind for a shape; ``source`` says where each came from."""
+
+    peaks: dict
+    sms: int
+    fits: dict = field(default_factory=dict)   # (precision, block_m, block_n, kind) -> LinearFit
+    fixed_us: float = 0.0                       # roofline's per-tile fixed cost
+    records_file: str = ""
+    overheads: dict = field(default_factory=dict)  # same key -> {"wait_us", "store_us", "signal_us"}
+
+    def overhead_us(self, shape: MoEShape, kind: str, name: str) -> float:
+        """A measured per-tile cost outside the mainloop (0 without records): ``wait_us`` (before
+        the mainloop, no dependency pending), ``store_us`` and ``signal_us`` (an L1 epilogue)."""
+        return self.overheads.get(self._key(shape, kind), {}).get(name, 0.0)
+
+    def l1_epilogue_us(self, shape: MoEShape) -> float:
+        """An L1 tile's local activation store and its l2_full release, as measured."""
+        return self.overhead_us(shape, "l1", "store_us") + self.overhead_us(shape, "l1", "signal_us")
+
+    def l1_us(self, shape: MoEShape, weight_reuse: float = 1.0) -> float:
+        return self._tile_us(shape, "l1", weight_reuse)
+
+    def l2_us(self, shape: MoEShape, weight_reuse: float = 1.0) -> float:
+        return self._tile_us(shape, "l2", weight_reuse)
+
+    def source(self, shape: MoEShape) -> dict:
+        """"records" or "roofline" for each tile kind of this shape."""
+        return {kind: "records" if self._key(shape, kind) in self.fits else "roofline" for kind in ("l1", "l2")}
+
+    def _key(self, shape: MoEShape, kind: str) -> tuple:
+        block_n = shape.block_n1 if kind == "l1" else shape.block_n2
+        return (shape.precision, shape.block_m, block_n, kind)
+
+    def _tile_us(self, shape: MoEShape, kind: str, weight_reuse: float) -> float:
+        fit = self.fits.get(self._key(shape, kind))
+        k_dim = shape.hidden if kind == "l1" else shape.intermediate
+        if fit is not None:
+            return max(fit.at(k_dim), 0.0)
+        return roofline_tile_us(shape, kind, self.peaks, self.sms, weight_reuse) + self.fixed_us
+
+
+def roofline_tile_us(shape: MoEShape, kind: str, peaks: dict, sms: int, weight_reuse: float = 1.0) -> float:
+    """Compute- or bandwidth-bound time of one tile on one SM (its 1/sms share of the GPU).
+
+    Args: shape; kind "l1" | "l2"; peaks {"bf16"|"fp8": TFLOP/s, "hbm_tbps"}; sms; weight_reuse
+    (m-blocks that share the tile's weights, >= 1). Returns microseconds.
+    """
+    n = 2 * shape.block_n1 if kind == "l1" else shape.block_n2
+    k = shape.hidden if kind == "l1" else shape.intermediate
+    flops = 2.0 * shape.block_m * n * k
+    act_reuse = shape.l1_nblocks if kind == "l1" else shape.l2_nblocks   # tiles reading one A tile
+    nbytes = (shape.block_m * k / act_reuse + k * n / max(weight_reuse, 1.0)) * shape.element_bytes
+    flop_us = flops / (peaks[shape.precision] * 1e6 / sms)     # TFLOP/s -> FLOP/us per SM
+    byte_us = nbytes / (peaks["hbm_tbps"] * 1e6 / sms)          # TB/s -> bytes/us per SM
+    return max(flop_us, byte_us)
+
+
+def peaks_for(platform_name: str) -> dict:
+    return ROOFLINE_PEAKS["b200" if platform_name.startswith("paper") else "h200"]
+
+
+def fit_records(records: list[dict]) -> dict:
+    """(precision, block_m, block_n, kind) -> LinearFit over the records' median mainloop_us."""
+    groups: dict[tuple, list[tuple[float, float]]] = {}
+    for rec in records:
+        p, stats = rec.get("params", {}), rec.get("stats", {})
+        if rec.get("experiment") != "moe" or rec.get("kind") != "mainloop" or "mainloop_us" not in stats:
+            continue
+        if not rec.get("check", {}).get("ok", False):
+            continue
+        key = (p["precision"], int(p["block_m"]), int(p["block_n"]), p["kind"])
+        groups.setdefault(key, []).append((float(p["k_dim"]), float(stats["mainloop_us"]["median"])))
+    fits = {}
+    for key, points in groups.items():
+        k = np.array([x for x, _ in points])
+        t = np.array([y for _, y in points])
+        if len(np.unique(k)) >= 2:
+            slope, intercept = np.polyfit(k, t, 1)
+            fits[key] = LinearFit(float(intercept), float(slope), len(points))
+        else:
+            fits[key] = LinearFit(0.0, float(t.mean() / k[0]), len(points))
+    return fits
+
+
+def fit_overheads(records: list[dict]) -> dict:
+    """Key -> mean over the records of each per-tile overhead's median (wait, store, signal)."""
+    groups: dict[tuple, dict[str, list[float]]] = {}
+    for rec in records:
+        p, stats = rec.get("params", {}), rec.get("stats", {})
+        if rec.get("kind") != "mainloop" or not rec.get("check", {}).get("ok", False):
+            continue
+        key = (p["precision"], int(p["block_m"]), int(p["block_n"]), p["kind"])
+        for name in ("wait_us", "store_us", "signal_us"):
+            if name in stats:
+                groups.setdefault(key, {}).setdefault(name, []).append(float(stats[name]["median"]))
+    return {key: {name: float(np.mean(v)) for name, v in d.items()} for key, d in groups.items()}
+
+
+def read_records(path: str | Path) -> list[dict]:
+    """The JSON objects of a records file (bounded, UTF-8, finite numbers: xsim.fileio)."""
+    from xsim.fileio import parse_json, read_text
+
+    out = []
+    for number, line in enumerate(read_text(path, "moe records", ValueError).splitlines(), start=1):
+        if line.strip():
+            record = parse_json(line)
+            if not isinstance(record, dict):
+                raise ValueError(f"moe records {path}:{number}: a record must be a JSON object")
+            out.append(record)
+    return out
+
+
+def shipped_records_path(platform_name: str) -> Path:
+    return Path(__file__).resolve().parents[2] / "calibration" / "records" / f"{platform_name}-moe.jsonl"
+
+
+def mainloop_model(platform_name: str, sms: int, records_path: str = "", use_records: bool = True,
+                   fixed_us: float = 0.0, records: list[dict] | None = None) -> MainloopModel:
+    """The compute model for a platform: the given records (parsed), else its shipped (or given)
+    moe records file, else the roofline."""
+    source = ""
+    if use_records and records is None:
+        path = Path(records_path) if records_path else shipped_records_path(platform_name)
+        if path.exists():
+            records, source = read_records(path), path.name
+    elif use_records:
+        source = "records given"
+    records = records if use_records and records is not None else []
+    try:
+        fits, overheads = fit_records(records), fit_overheads(records)
+    except (KeyError, TypeError, AttributeError) as exc:  # a record of another shape: one line upstream
+        raise ValueError(f"moe records {source or 'given'}: a mainloop record lacks or mistypes {exc}") from None
+    return MainloopModel(peaks=peaks_for(platform_name), sms=sms, fits=fits, fixed_us=fixed_us,
+                         records_file=source if fits else "", overheads=overheads)

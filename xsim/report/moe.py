@@ -1,0 +1,201 @@
+"""The moe experiment's numbers: measured kernels beside the what-if tool's predictions.
+
+Records (experiment ``moe``): kind ``kernel`` (params ``config`` = scenario name, ``schedule``
+wave | interleaved | selector, the shape, routing, ``lead``; stats ``kernel_us``, ``span_us``,
+``stall_us`` (eq. 15 per tile), ``wait_us`` (the wait before a mainloop), ``l1_mainloop_us``,
+``l2_mainloop_us``; a config that is not a shipped scenario is predicted from the builder's
+defaults with the record's shape), kind ``mainloop`` (the compute model's
+calibration, :mod:`xsim.moe.compute`) and kind ``gemm`` (``triton_us`` beside ``cublas_us``).
+Every measured config is predicted once from its scenario (the record's shape and lead), on
+one platform, with the compute model fitted once on the mainloop records: nothing is tuned
+per point. The selector's pick comes from the prediction; its measured time is the picked
+schedule's (a ``selector`` record, if one exists, is used instead).
+
+"Eq. 14 predicts a gain" means the wave gap violates the rate bound (``eq14_wave_ok`` false):
+those skewed configs are the ones ``geomean_speedup_skewed_measured`` covers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from xsim.builders import moe as builder
+from xsim.params import resolve
+from xsim.platform import Platform
+from xsim.report.moe_paper import paper_table2
+from xsim.scenario import ScenarioError, load_scenario
+
+SCHEDULES = ("wave", "interleaved")
+SHAPE_KEYS = ("hidden", "intermediate", "experts", "topk", "tokens", "ep", "precision", "block_m", "block_n1",
+              "block_n2", "routing", "skew", "seed")
+
+
+@dataclass
+class ConfigRow:
+    config: str
+    routing: str
+    measured: dict                  # schedule -> {"kernel_us", "span", "stall", "l1_mainloop_us", "l2_mainloop_us"}
+    predicted: dict = field(default_factory=dict)   # the DES summary of both schedules (+ selector)
+    closed_form: dict = field(default_factory=dict)
+    where: str = ""
+
+    @property
+    def speedup_measured(self) -> float:
+        return self.measured["wave"]["kernel_us"] / self.measured["interleaved"]["kernel_us"]
+
+    @property
+    def speedup_predicted(self) -> float:
+        return self.predicted.get("speedup", math.nan)
+
+    @property
+    def skewed(self) -> bool:
+        return self.routing in ("zipf", "hot")
+
+
+@dataclass
+class MoEReport:
+    platform: Platform
+    rows: list[ConfigRow]
+    gemm: list[dict]
+    paper: list[dict]
+    summary: dict
+
+
+def _median(record, name: str) -> float:
+    return record.stat(name, "median")
+
+
+def _stats(record, name: str) -> dict:
+    return dict(record.data["stats"].get(name, {}))
+
+
+def _measured(records) -> dict:
+    """Latest kernel record per (config, schedule): {config: {schedule: measured}}."""
+    out: dict = {}
+    for r in records:
+        p = r.params
+        out.setdefault(p["config"], {})[p["schedule"]] = {
+            "kernel_us": _median(r, "kernel_us"), "span": _stats(r, "span_us"), "stall": _stats(r, "stall_us"),
+            "wait": _stats(r, "wait_us"),
+            "l1_mainloop_us": _median(r, "l1_mainloop_us"), "l2_mainloop_us": _median(r, "l2_mainloop_us"),
+            "lead": p.get("lead"), "params": dict(p), "where": r.where}
+    return out
+
+
+def _params(config: str, measured: dict) -> dict:
+    """The scenario's params (the builder's defaults if the config is not a shipped scenario),
+    with the shape, routing and lead the kernel ran."""
+    try:
+        given = dict(load_scenario(config).params)
+    except ScenarioError:
+        given = resolve(builder.PARAMS, {}, config)
+    ran = measured.get("interleaved", measured.get("wave"))["params"]
+    given.update({k: ran[k] for k in SHAPE_KEYS if k in ran})
+    lead = measured.get("interleaved", {}).get("lead")
+    if lead is not None:
+        given["lead"] = float(lead)
+    given["schedule"] = "both"
+    return given
+
+
+def _geomean(values) -> float:
+    v = np.asarray([x for x in values if x is not None and np.isfinite(x) and x > 0], dtype=float)
+    return float(np.exp(np.log(v).mean())) if v.size else math.nan
+
+
+def _selector(rows: list[ConfigRow]) -> dict:
+    vs_wave, vs_int, picks = [], [], {}
+    for row in rows:
+        pick = row.predicted.get("selector", {}).get("schedule")
+        if pick is None:
+            continue
+        m = row.measured
+        t_sel = m["selector"]["kernel_us"] if "selector" in m else m[pick]["kernel_us"]
+        vs_wave.append(m["wave"]["kernel_us"] / t_sel)
+        vs_int.append(m["interleaved"]["kernel_us"] / t_sel)
+        picks[row.config] = pick
+    worst = lambda v: float(min(v)) if v else math.nan  # noqa: E731
+    return {"selector_geomean": _geomean(vs_wave), "selector_worst": worst(vs_wave),
+            "selector_vs_interleaved_geomean": _geomean(vs_int), "selector_vs_interleaved_worst": worst(vs_int),
+            "selector_picks": picks}
+
+
+def _gemm(records) -> list[dict]:
+    out = []
+    for r in records:
+        t, c = _median(r, "triton_us"), _median(r, "cublas_us")
+        out.append({**{k: r.params.get(k) for k in ("precision", "m", "n", "k")}, "triton_us": t, "cublas_us": c,
+                    "vs_cublas": c / t if t > 0 else math.nan})
+    return out
+
+
+def build(rs, platform: Platform, des: bool = True, paper_des: bool = False,
+          engine: str = "fast") -> MoEReport:
+    """Every measured config beside its prediction, the GEMM check, the paper's Table 2 rows."""
+    mainloops = [r.data for r in rs.select("moe", "mainloop")]
+    measured = _measured(rs.select("moe", "kernel"))
+    rows = []
+    for config in sorted(measured):
+        m = measured[config]
+        if not all(s in m for s in SCHEDULES):
+            continue
+        params = _params(config, m)
+        row = ConfigRow(config, params["routing"], m, where=m["wave"]["where"])
+        row.closed_form = builder.predict(params, platform, mainloops or None)
+        if des:
+            _, row.predicted = builder.simulate(params, platform, engine, trace=False, mainloop_records=mainloops or None)
+        rows.append(row)
+    gemm = _gemm(rs.select("moe", "gemm"))
+    paper = paper_table2(paper_des, engine)
+    return MoEReport(platform, rows, gemm, paper, _summary(rows, gemm, paper, platform, mainloops, des))
+
+
+def _summary(rows, gemm, paper, platform, mainloops, des) -> dict:
+    meas = [r.speedup_measured for r in rows]
+    pred = [r.speedup_predicted for r in rows]
+    err = [abs(p - m) for p, m in zip(pred, meas) if np.isfinite(p)]
+    gain = [r for r in rows if r.skewed and not r.closed_form.get("eq14_wave_ok", True)]
+    sources = sorted({f"{k}:{v}" for r in rows for k, v in r.closed_form.get("compute_model", {}).items()})
+    return {
+        "experiment": "moe", "platform": platform.name,
+        "n_configs": len(rows),
+        "geomean_speedup_measured": _geomean(meas),
+        "geomean_speedup_predicted": _geomean(pred) if des else math.nan,
+        "speedup_abs_err_max": float(max(err)) if err else math.nan,
+        "geomean_speedup_skewed_measured": _geomean([r.speedup_measured for r in gain]),
+        "n_skewed_gain_configs": len(gain),
+        **_selector(rows),
+        "gemm_vs_cublas_min": float(min(g["vs_cublas"] for g in gemm)) if gemm else math.nan,
+        "compute_model": sources, "n_mainloop_records": len(mainloops),
+        "table2": [table2_row(r) for r in rows],
+        "paper_table2": paper,
+    }
+
+
+def table2_row(row: ConfigRow) -> dict:
+    """Our Table 2 row: span and mainloop medians, the stall per tile predicted beside measured.
+
+    ``eq15_*``: eq. 15 per Linear-2 tile (median; at S = 0 nothing covers the span, so it is
+    the span) from the DES beside the kernel's ``stall_us``; ``wait_*``: each tile's wait
+    before its mainloop (mean) from the DES, plus the measured wait with nothing pending (the
+    compute model's overhead, 0 without records), beside the kernel's ``wait_us``.
+    """
+    m, p = row.measured, row.predicted
+    pred = lambda s, k, q="median": p.get(s, {}).get(k, {}).get(q, math.nan)  # noqa: E731
+    meas = lambda s, k, q="median": m[s][k].get(q, math.nan)  # noqa: E731
+    return {
+        "config": row.config,
+        "span_measured_us": [meas(s, "span") for s in SCHEDULES],
+        "span_predicted_us": [pred(s, "span_us") for s in SCHEDULES],
+        "mainloop_measured_us": [m["wave"]["l2_mainloop_us"], m["wave"]["l1_mainloop_us"]],
+        "mainloop_model_us": [p.get("l2_mainloop_us", math.nan), p.get("l1_mainloop_us", math.nan)],
+        "eq15_predicted_us": [pred(s, "eq15_stall_us") for s in SCHEDULES],
+        "eq15_measured_us": [meas(s, "stall") for s in SCHEDULES],
+        "wait_predicted_us": [pred(s, "stall_us", "mean") + np.mean(list(p.get("tile_wait_overhead_us", {}).values())
+                                                                     or [0.0]) for s in SCHEDULES],
+        "wait_measured_us": [meas(s, "wait", "mean") for s in SCHEDULES],
+        "eq15_closed_form_us": [row.closed_form.get("stall_wave_us"), row.closed_form.get("stall_int_us")],
+    }

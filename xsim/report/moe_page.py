@@ -1,0 +1,71 @@
+"""The moe experiment on the page: headline rows, captioned Fig. 8 and Fig. 10, folded tables."""
+
+from __future__ import annotations
+
+import math
+
+from xsim.report.moe import MoEReport
+from xsim.report.moe_figures import speedup_figure, span_figure
+from xsim.report.page import Details, Figure, Headline, Section, json_html, table_html
+
+KEYS = (("n_configs", "configs measured (both schedules)"),
+        ("geomean_speedup_measured", "geomean speedup, interleaved over waves, measured"),
+        ("geomean_speedup_predicted", "the same, predicted (DES)"),
+        ("speedup_abs_err_max", "largest |predicted - measured| speedup (target <= 0.05)"),
+        ("geomean_speedup_skewed_measured", "skewed configs where eq. 14 predicts a gain (target >= 1.10)"),
+        ("selector_geomean", "selector over expert waves, measured geomean"),
+        ("selector_worst", "selector over expert waves, worst config (target >= 0.98)"),
+        ("gemm_vs_cublas_min", "the kernel's GEMM path over cuBLAS, worst shape (target >= 0.70)"))
+CAPTIONS = {
+    "moe_fig8_speedup": "Read each config's measured speedup of the interleaved schedule over expert waves "
+                        "beside the DES prediction: the paper's Fig. 8 for our hardware; eq. 14 says where a "
+                        "gain is possible.",
+    "moe_fig10_span": "Read how far each Linear-2 tile's remote-store span T_RS moves from the drain-limited "
+                      "regime (waves) towards the backpressure-free floor (interleaved): the paper's Fig. 10.",
+}
+TABLE2_HEADER = ["config", "span w/i meas", "span w/i pred", "T_mma L2/L1 meas", "T_mma model", "eq15 w/i pred",
+                 "eq15 w/i meas", "wait w/i pred", "wait w/i meas"]
+PAPER_HEADER = ["model", "paper span w/i", "closed form", "DES", "DES + paper mma", "paper stall wave pred/meas",
+                "closed + paper mma", "DES + paper mma (mean)"]
+
+
+def _fmt(value) -> str:
+    return "–" if value is None or (isinstance(value, float) and not math.isfinite(value)) else f"{value:.4g}"
+
+
+def _pair(values) -> str:
+    return "/".join(_fmt(v) for v in values) if values else "–"
+
+
+def headline(rep: MoEReport) -> list[Headline]:
+    return [Headline(label, _fmt(rep.summary[key]), key) for key, label in KEYS]
+
+
+def _table2(rep: MoEReport) -> str:
+    rows = [[r["config"], _pair(r["span_measured_us"]), _pair(r["span_predicted_us"]),
+             _pair(r["mainloop_measured_us"]), _pair(r["mainloop_model_us"]), _pair(r["eq15_predicted_us"]),
+             _pair(r["eq15_measured_us"]), _pair(r["wait_predicted_us"]), _pair(r["wait_measured_us"])]
+            for r in rep.summary["table2"]]
+    return table_html(TABLE2_HEADER, rows)
+
+
+def _paper(rep: MoEReport) -> str:
+    rows = [[r["model"], _pair(r["paper_span_us"]), _pair(r["closed_span_us"]), _pair(r.get("des_span_us")),
+             _pair(r.get("des_paper_mma_span_us")), _pair(r["paper_stall_wave_us"]),
+             _pair(r["closed_paper_mma_stall_us"]), _pair(r.get("des_paper_mma_stall_mean_us"))]
+            for r in rep.summary["paper_table2"]]
+    return table_html(PAPER_HEADER, rows)
+
+
+def section(rep: MoEReport) -> Section:
+    figures = [Figure("moe_fig8_speedup", speedup_figure(rep), CAPTIONS["moe_fig8_speedup"]),
+               Figure("moe_fig10_span", span_figure(rep), CAPTIONS["moe_fig10_span"])] if rep.rows else []
+    return Section(
+        title=f"moe: fused MoE layer, expert waves vs interleaved, predicted vs measured on {rep.platform.name}",
+        meta=f"compute model {', '.join(rep.summary['compute_model']) or 'roofline'}; "
+             f"{rep.summary['n_mainloop_records']} mainloop records",
+        headline=headline(rep), figures=figures,
+        details=[Details("Table 2 for our hardware (us; w/i = wave/interleaved medians, waits are means)",
+                         _table2(rep)),
+                 Details("the paper's Table 2 rows on paper-8gpu from shapes alone (us)", _paper(rep)),
+                 Details("the raw summary", json_html(rep.summary))])
