@@ -54,13 +54,16 @@ BUILTIN = _builtin()
 
 
 def catalog() -> dict:
-    """The one-GPU scenario catalog by name ({} when xsim.moe.catalog is absent)."""
-    try:
-        from xsim.moe.catalog import one_gpu_configs
-    except ImportError:
-        return {}
-    return {name: Config(name, shape, routing, float(skew), int(seed))
-            for name, shape, routing, skew, seed in one_gpu_configs()}
+    """The one-GPU scenario catalog by name: the shipped ``scenarios/moe1-*.toml`` (the same files
+    ``xsim simulate`` predicts from; read with tomllib only, so no simulator import here)."""
+    from importlib import resources
+
+    out = {}
+    for entry in sorted(resources.files("scenarios").iterdir(), key=lambda e: e.name):
+        if entry.name.startswith("moe1-") and entry.name.endswith(".toml"):
+            with resources.as_file(entry) as path:
+                out.update((c.name, c) for c in load_toml(path))
+    return out
 
 
 def _from_table(t: dict, default_name: str) -> Config:
