@@ -12,6 +12,7 @@ mean 1), over every timed burst of every run. The trace is data shipped beside t
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from calibration.records import RecordError
+from xsim.fileio import read_bytes
+
+MAX_TRACE_BYTES = 256 * 2**20
 
 
 @dataclass(frozen=True)
@@ -31,7 +35,7 @@ class Weights:
 
 
 def _meta(path: Path) -> dict:
-    with np.load(path) as data:
+    with np.load(io.BytesIO(read_bytes(path, "trace", RecordError, MAX_TRACE_BYTES))) as data:
         return json.loads(str(data["meta"]))
 
 
@@ -52,12 +56,12 @@ def choose_trace(folder: Path, mechanism: str) -> Path | None:
 
 
 def weights_from_trace(path: Path) -> Weights:
-    raw = path.read_bytes()
+    raw = read_bytes(path, "trace", RecordError, MAX_TRACE_BYTES)
     try:
-        with np.load(path) as data:
+        with np.load(io.BytesIO(raw)) as data:
             meta = json.loads(str(data["meta"]))
             issue = (data["end_us"] - data["start_us"]).astype(float)[:, :, int(meta["warmup_bursts"]):]
-    except (OSError, KeyError, ValueError) as exc:
+    except (OSError, KeyError, ValueError, IndexError, TypeError) as exc:
         raise RecordError(f"trace {path.name}: cannot read it ({exc})") from None
     per_producer = issue.mean(axis=(0, 2))
     if not np.all(per_producer > 0):

@@ -15,6 +15,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from xsim.fileio import parse_json, read_bytes
+
 SCHEMA = "xstage.record/1"
 EXPERIMENTS = ("micro", "moe", "fa-a2a")
 STAT_KEYS = ("mean", "median", "p10", "p90", "min", "max", "n")
@@ -23,6 +25,19 @@ PLATFORM_IDENTITY = ("gpu", "sms", "gpu_count", "driver")  # required, and must 
 PLATFORM_SAME = PLATFORM_IDENTITY + ("link",)               # must agree where given (a link is a platform)
 MICRO_TIMED_PARAMS = ("producers", "burst_bytes", "gap_us", "aligned", "mechanism")
 MICRO_TIMED_KINDS = ("periodic", "isolated", "local")
+# The type of each micro param a fit or a report reads: (check, what it must be).
+_NUMBER = (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool), "a number")
+_COUNT = (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "an integer >= 0")
+MICRO_PARAM_TYPES = {
+    "producers": (lambda v: _COUNT[0](v) and 0 < v <= 100_000, "an integer in 1..100000"),
+    "burst_bytes": (lambda v: _NUMBER[0](v) and v > 0, "a number > 0"),
+    "gap_us": (lambda v: _NUMBER[0](v) and v >= 0, "a number >= 0"),
+    "aligned": (lambda v: isinstance(v, bool), "true or false"),
+    "mechanism": (lambda v: isinstance(v, str), "a string"),
+    "warmup_bursts": _COUNT, "bursts": (lambda v: _COUNT[0](v) and 0 < v <= 10_000_000, "an integer in 1..10000000"),
+    "threads": _COUNT, "target": (lambda v: isinstance(v, str), "a string"),
+    "pattern": (lambda v: isinstance(v, str), "a string"),
+}
 
 
 class RecordError(ValueError):
@@ -103,6 +118,11 @@ def _check_stats(stats: Any, where: str) -> None:
         missing = [k for k in STAT_KEYS if k not in s]
         if missing:
             raise RecordError(f'{where}: stats "{name}" is missing {", ".join(missing)}')
+        for key in STAT_KEYS:
+            if not _NUMBER[0](s[key]):
+                raise RecordError(f'{where}: stats "{name}" "{key}" must be a number, got {s[key]!r}')
+        if not _COUNT[0](s["n"]):
+            raise RecordError(f'{where}: stats "{name}" "n" must be an integer >= 0, got {s["n"]!r}')
 
 
 def validate(data: Any, where: str) -> bool:
@@ -114,6 +134,9 @@ def validate(data: Any, where: str) -> bool:
         raise RecordError(f"{where}: record is missing {', '.join(repr(k) for k in missing)}")
     if data["schema"] != SCHEMA:
         raise RecordError(f'{where}: "schema" must be {SCHEMA!r}, got {data["schema"]!r}')
+    for key in ("experiment", "kind"):
+        if not isinstance(data[key], str):
+            raise RecordError(f'{where}: "{key}" must be a string, got {data[key]!r}')
     if data["experiment"] not in EXPERIMENTS:
         raise RecordError(f'{where}: "experiment" must be one of {", ".join(EXPERIMENTS)}, got {data["experiment"]!r}')
     for key in ("params", "check", "platform"):
@@ -124,7 +147,9 @@ def validate(data: Any, where: str) -> bool:
     missing = [k for k in PLATFORM_IDENTITY if k not in data["platform"]]
     if missing:
         raise RecordError(f'{where}: "platform" is missing {", ".join(missing)}')
-    ok = bool(data["check"]["ok"])
+    if not isinstance(data["check"]["ok"], bool):
+        raise RecordError(f'{where}: "check" "ok" must be true or false, got {data["check"]["ok"]!r}')
+    ok = data["check"]["ok"]
     if not ok:
         return False
     _check_stats(data["stats"], where)
@@ -132,6 +157,9 @@ def validate(data: Any, where: str) -> bool:
         missing = [k for k in MICRO_TIMED_PARAMS if k not in data["params"]]
         if missing:
             raise RecordError(f'{where}: "params" is missing {", ".join(missing)}')
+        for key, (check, what) in MICRO_PARAM_TYPES.items():
+            if key in data["params"] and not check(data["params"][key]):
+                raise RecordError(f'{where}: "params" "{key}" must be {what}, got {data["params"][key]!r}')
         stats = data["stats"]
         if "issue_us" not in stats and "kernel_us" not in stats:
             raise RecordError(f'{where}: "stats" has neither issue_us nor kernel_us')
@@ -151,9 +179,11 @@ def _parse_file(text: str, source: str) -> tuple[list[Record], int]:
             continue
         where = f"{source}:{number}"
         try:
-            data = json.loads(line)
+            data = parse_json(line)
         except json.JSONDecodeError as exc:
             raise RecordError(f"{where}: broken JSON line ({exc.msg} at column {exc.colno})") from None
+        except ValueError as exc:  # a non-finite number, an integer too long to read
+            raise RecordError(f"{where}: {exc}") from None
         if validate(data, where):
             records.append(Record(data, source, number))
         else:
@@ -192,13 +222,7 @@ def load_records(paths: Sequence[str | Path]) -> RecordSet:
     """Read record files; any problem is a RecordError naming the file (and line)."""
     if not paths:
         raise RecordError("no records files given")
-    texts = []
-    for path in paths:
-        path = Path(path)
-        try:
-            texts.append((path.name, path.read_bytes()))
-        except OSError as exc:
-            raise RecordError(f"cannot read records {path}: {exc.strerror}") from None
+    texts = [(Path(path).name, read_bytes(path, "records", RecordError)) for path in paths]
     return parse_texts(texts)
 
 

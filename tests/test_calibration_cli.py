@@ -70,5 +70,6 @@ def test_missing_file_and_unfittable_records_exit_2(tmp_path, capsys, synthetic_
     assert "cannot read records" in capsys.readouterr().err
     assert main(["calibrate", str(synthetic_file), "-o", str(tmp_path / "p.json"), "--mechanism", "tma"]) == 2
     assert "no records for mechanism 'tma'" in capsys.readouterr().err
+    (tmp_path / "no").write_text("a file where a folder should be")
     assert main(["calibrate", str(synthetic_file), "-o", str(tmp_path / "no" / "dir" / "p.json")]) == 2
     assert "cannot write profile" in capsys.readouterr().err

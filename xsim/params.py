@@ -15,6 +15,8 @@ class ParamError(ValueError):
 def _as_bool(value: Any) -> bool:
     if isinstance(value, bool):
         return value
+    if not isinstance(value, (str, int)):
+        raise UnitError(f"{value!r} is not a boolean (true/false)")
     text = str(value).strip().lower()
     if text in ("true", "1", "yes", "on"):
         return True
@@ -30,9 +32,15 @@ def _as_int(value: Any) -> int:
     return int(number)
 
 
+def _as_str(value: Any) -> str:
+    if not isinstance(value, str):
+        raise UnitError(f"{value!r} is not a string")
+    return value
+
+
 PARSERS: dict[str, Callable[[Any], Any]] = {
     "bytes": parse_bytes, "us": parse_time_us, "gbps": parse_gbps,
-    "int": _as_int, "float": parse_count, "bool": _as_bool, "str": str,
+    "int": _as_int, "float": parse_count, "bool": _as_bool, "str": _as_str,
 }
 
 

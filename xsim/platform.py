@@ -15,9 +15,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
+from xsim.fileio import atomic_write, decode, parse_json, read_bytes
 from xsim.units import KIB, gbps_to_bytes_per_us
 
 SCHEMA = "xstage.platform/1"
+MAX_SMS, MAX_GPUS = 100_000, 4096   # far beyond any GPU; keeps K-dependent arithmetic in floats
 # The point at which profiles and reports quote T_iss0 and Q(K): one CTA per SM of an H200, 32 KiB bursts.
 REFERENCE_PRODUCERS = 132
 REFERENCE_BURST_BYTES = 32 * KIB
@@ -54,8 +56,9 @@ class IssueModel:
     fast_issue_gbps: float | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.t_fixed_us, (int, float)) or not self.t_fixed_us >= 0:
-            raise ProfileError(f'"t_fixed_us" must be >= 0, got {self.t_fixed_us!r}')
+        if not isinstance(self.t_fixed_us, (int, float)) or isinstance(self.t_fixed_us, bool) \
+                or not math.isfinite(self.t_fixed_us) or not self.t_fixed_us >= 0:
+            raise ProfileError(f'"t_fixed_us" must be a finite number >= 0, got {self.t_fixed_us!r}')
         _positive("producer_issue_gbps", self.producer_issue_gbps, allow_none=True)
         _positive("aggregate_issue_gbps", self.aggregate_issue_gbps, allow_none=True)
         _positive("fast_bytes", self.fast_bytes, allow_none=True)
@@ -98,7 +101,8 @@ class CapacityModel:
         if self.shared_bytes is not None:
             if self.per_producer_bytes is None:
                 raise ProfileError('"shared_bytes" needs "per_producer_bytes"')
-            if not isinstance(self.shared_bytes, (int, float)) or not math.isfinite(self.shared_bytes) \
+            if not isinstance(self.shared_bytes, (int, float)) or isinstance(self.shared_bytes, bool) \
+                    or not math.isfinite(self.shared_bytes) \
                     or self.shared_bytes < 0:
                 raise ProfileError(f'"shared_bytes" must be a finite number >= 0, got {self.shared_bytes!r}')
 
@@ -131,21 +135,27 @@ class Platform:
     burst_overhead_us: float = 0.0
 
     def __post_init__(self) -> None:
-        if not self.name:
+        if not isinstance(self.name, str) or not self.name:
             raise ProfileError('"name" must be a non-empty string')
+        if not isinstance(self.description, str):
+            raise ProfileError(f'"description" must be a string, got {type(self.description).__name__}')
+        if not isinstance(self.provenance, Mapping):
+            raise ProfileError(f'"provenance" must be an object, got {type(self.provenance).__name__}')
         _positive("drain_rate_gbps", self.drain_rate_gbps)
         _positive("link_drain_rate_gbps", self.link_drain_rate_gbps, allow_none=True)
-        for key in ("sms", "gpus"):
+        for key, most in (("sms", MAX_SMS), ("gpus", MAX_GPUS)):
             value = getattr(self, key)
-            if not isinstance(value, int) or value <= 0:
-                raise ProfileError(f'"{key}" must be an integer > 0, got {value!r}')
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= most:
+                raise ProfileError(f'"{key}" must be an integer in 1..{most}, got {value!r}')
         if self.producer_weights is not None:
             weights = self.producer_weights
-            if len(weights) == 0 or not all(isinstance(x, (int, float)) and math.isfinite(x) and x > 0 for x in weights):
+            if len(weights) == 0 or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                            and math.isfinite(x) and x > 0 for x in weights):
                 raise ProfileError('"producer_weights" must be a non-empty list of finite numbers > 0')
         for key in ("grid_barrier_us", "burst_overhead_us"):
             value = getattr(self, key)
-            if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) \
+                    or value < 0:
                 raise ProfileError(f'"{key}" must be a finite number >= 0, got {value!r}')
         if self.status not in ("measured", "published", "override"):
             raise ProfileError(f'"status" must be measured, published or override, got {self.status!r}')
@@ -220,8 +230,8 @@ class Platform:
             raise ProfileError("a profile must be a JSON object")
         if data.get("schema") != SCHEMA:
             raise ProfileError(f'"schema" must be {SCHEMA!r}, got {data.get("schema")!r}')
+        gpu, arbitration, microbench = (_object(data, key) for key in ("gpu", "arbitration", "microbench"))
         try:
-            gpu = data.get("gpu", {})
             return cls(
                 name=data["name"],
                 status=data.get("status", "measured"),
@@ -230,12 +240,12 @@ class Platform:
                 gpus=gpu.get("count", 2),
                 drain_rate_gbps=data["drain_rate_gbps"],
                 link_drain_rate_gbps=data.get("link_drain_rate_gbps"),
-                issue=IssueModel(**data["t_iss0"]),
-                capacity=CapacityModel(**data["capacity"]),
+                issue=IssueModel(**_object(data, "t_iss0", required=True)),
+                capacity=CapacityModel(**_object(data, "capacity", required=True)),
                 provenance=data.get("provenance", {}),
-                producer_weights=_weights(data.get("arbitration", {}).get("producer_weights")),
-                grid_barrier_us=data.get("microbench", {}).get("grid_barrier_us", 0.0),
-                burst_overhead_us=data.get("microbench", {}).get("burst_overhead_us", 0.0),
+                producer_weights=_weights(arbitration.get("producer_weights")),
+                grid_barrier_us=microbench.get("grid_barrier_us", 0.0),
+                burst_overhead_us=microbench.get("burst_overhead_us", 0.0),
             )
         except KeyError as exc:
             raise ProfileError(f"profile is missing the key {exc.args[0]!r}") from None
@@ -243,19 +253,36 @@ class Platform:
             raise ProfileError(f"profile has an unknown or malformed key: {exc}") from None
 
 
+def _object(data: Mapping[str, Any], key: str, required: bool = False) -> Mapping[str, Any]:
+    """``data[key]``, which must be a JSON object (absent: empty, unless required)."""
+    if key not in data and not required:
+        return {}
+    if key not in data:
+        raise ProfileError(f"profile is missing the key {key!r}")
+    value = data[key]
+    if not isinstance(value, Mapping):
+        raise ProfileError(f'"{key}" must be an object, got {type(value).__name__}')
+    return value
+
+
 def _weights(value):
-    return None if value is None else tuple(value)
+    if value is None:
+        return None
+    if not isinstance(value, (list, tuple)):
+        raise ProfileError(f'"producer_weights" must be a list of numbers, got {type(value).__name__}')
+    return tuple(value)
 
 
 def load_profile(path: str | Path) -> Platform:
     """Read a profile file; any problem is a ProfileError naming the file."""
     path = Path(path)
+    text = decode(read_bytes(path, "profile", ProfileError), f"profile {path}", ProfileError)
     try:
-        data = json.loads(path.read_text())
-    except OSError as exc:
-        raise ProfileError(f"cannot read profile {path}: {exc.strerror}") from None
+        data = parse_json(text)
     except json.JSONDecodeError as exc:
         raise ProfileError(f"profile {path} is not valid JSON: {exc.msg} at line {exc.lineno}") from None
+    except ValueError as exc:  # a non-finite number, an integer too long to read
+        raise ProfileError(f"profile {path}: {exc}") from None
     try:
         return Platform.from_dict(data)
     except ProfileError as exc:
@@ -263,7 +290,8 @@ def load_profile(path: str | Path) -> Platform:
 
 
 def save_profile(platform: Platform, path: str | Path) -> None:
-    Path(path).write_text(json.dumps(platform.to_dict(), indent=2) + "\n")
+    """Write the profile atomically (never over an input; OutputError if it cannot)."""
+    atomic_write(path, json.dumps(platform.to_dict(), indent=2, allow_nan=False) + "\n", "profile")
 
 
 DEFAULT_PLATFORM = "h200-nvlink-x2"
@@ -278,7 +306,7 @@ def shipped_platforms() -> dict[str, Platform]:
     found = {}
     for entry in sorted(_shipped_dir().iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".json"):
-            platform = Platform.from_dict(json.loads(entry.read_text()))
+            platform = Platform.from_dict(parse_json(entry.read_text()))
             found[platform.name] = platform
     return found
 
@@ -289,6 +317,8 @@ def resolve_platform(name_or_path: str | None) -> Platform:
     shipped = shipped_platforms()
     if name_or_path in shipped:
         return shipped[name_or_path]
+    if not isinstance(name_or_path, str):
+        raise ProfileError(f"a platform is a name or a file, got {type(name_or_path).__name__}")
     if Path(name_or_path).suffix == ".json" or Path(name_or_path).exists():
         return load_profile(name_or_path)
     raise ProfileError(

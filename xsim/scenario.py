@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from xsim.builders import BUILDERS, get_builder
+from xsim.fileio import decode, parse_toml, read_bytes
 from xsim.params import ParamError, parse_assignment, resolve
 from xsim.platform import Platform
 
@@ -54,7 +55,18 @@ class Scenario:
             raise ScenarioError(str(exc)) from None
         return replace(self, params=params)
 
-    def build(self, platform: Platform):
+    def estimate(self, platform: Platform, engine: str = "simpy", trace: bool = True, outputs: bool = False):
+        """What simulating this scenario would take (:class:`xsim.budget.Estimate`)."""
+        from xsim.budget import estimate
+
+        try:
+            return estimate(self.module, dict(self.params), platform, engine, trace, outputs)
+        except ValueError as exc:
+            raise ScenarioError(f"scenario {self.name!r}: {exc}") from None
+
+    def build(self, platform: Platform, engine: str = "simpy", trace: bool = True, outputs: bool = False):
+        """The workload; refused (BudgetError, with the estimate) if the machine cannot hold the run."""
+        self.estimate(platform, engine, trace, outputs).require(f"scenario {self.name!r}")
         try:
             return self.module.build(dict(self.params), platform)
         except ValueError as exc:
@@ -86,12 +98,20 @@ def from_dict(data: Mapping[str, Any], origin: str) -> Scenario:
     params = data.get("params", {})
     if not isinstance(params, Mapping):
         raise ScenarioError(f"{origin}: [params] must be a table")
+    if not isinstance(data.get("description", ""), str):
+        raise ScenarioError(f"{origin}: \"description\" must be a string")
+    sources = data.get("sources", {})
+    if not isinstance(sources, Mapping):
+        raise ScenarioError(f"{origin}: [sources] must be a table of strings")
+    for key, value in sources.items():
+        if not isinstance(value, str):
+            raise ScenarioError(f"{origin}: [sources] {key!r} must be a string, got {type(value).__name__}")
     try:
         resolved = resolve(get_builder(data["builder"]).PARAMS, params, origin)
     except ParamError as exc:
         raise ScenarioError(str(exc)) from None
     return Scenario(name=data["name"], builder=data["builder"], params=resolved,
-                    description=data.get("description", ""), sources=dict(data.get("sources", {})),
+                    description=data.get("description", ""), sources=dict(sources),
                     origin=origin)
 
 
@@ -103,7 +123,7 @@ def shipped_scenarios() -> dict[str, Scenario]:
     found = {}
     for entry in sorted(_shipped_dir().iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".toml"):
-            scenario = from_dict(tomllib.loads(entry.read_text()), f"shipped scenario {entry.name}")
+            scenario = from_dict(parse_toml(entry.read_text()), f"shipped scenario {entry.name}")
             found[scenario.name] = scenario
     return found
 
@@ -111,13 +131,14 @@ def shipped_scenarios() -> dict[str, Scenario]:
 def load_scenario(name_or_path: str) -> Scenario:
     """A shipped scenario by name, or a TOML file by path."""
     path = Path(name_or_path)
-    if path.suffix == ".toml" or path.exists():
+    if path.suffix == ".toml" or (path.exists() and not path.is_dir()):
+        text = decode(read_bytes(path, "scenario", ScenarioError), f"scenario {path}", ScenarioError)
         try:
-            data = tomllib.loads(path.read_text())
-        except OSError as exc:
-            raise ScenarioError(f"cannot read scenario {path}: {exc.strerror}") from None
+            data = parse_toml(text)
         except tomllib.TOMLDecodeError as exc:
             raise ScenarioError(f"scenario {path} is not valid TOML: {exc}") from None
+        except ValueError as exc:  # a non-finite number, an integer too long to read
+            raise ScenarioError(f"scenario {path}: {exc}") from None
         return from_dict(data, f"scenario {path}")
     shipped = shipped_scenarios()
     if name_or_path in shipped:

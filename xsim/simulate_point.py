@@ -86,11 +86,20 @@ def micro_params(mode: str, producers: int, burst_bytes: float, gap_us: float, a
 
 def simulate_point(params: dict, platform: Platform, engine: str | None = None,
                    timeout_s: float | None = DEFAULT_TIMEOUT_S) -> dict | None:
-    """The builder's summary of one simulated point, or None if it did not finish in time."""
+    """The builder's summary of one simulated point, or None if it did not finish in time (or
+    is more than the machine can hold: :mod:`xsim.budget`)."""
+    from xsim.budget import estimate
+
+    engine = engine or default_engine(platform)
+    try:
+        if estimate(microbench, params, platform, engine, trace=False).problem() is not None:
+            return None
+    except ValueError:  # a point the builder refuses (e.g. no burst after the warm-up)
+        return None
     workload = microbench.build(params, platform)
     try:
         with _time_limit(timeout_s):
-            result = simulate(workload, engine=engine or default_engine(platform), trace=False)
+            result = simulate(workload, engine=engine, trace=False)
     except _Timeout:
         return None
     return microbench.summarize(result, params)

@@ -8,28 +8,35 @@ Each point becomes one row: every parameter of the scenario, the builder's summa
 (``issue_us_mean``, ``period_us_p90``, ``makespan_us``, ...) and the closed form's prediction
 (``pred_issue_us``, ...). Rows are appended to ``rows.jsonl`` and ``rows.csv`` as they finish,
 so memory stays flat, an interrupted sweep keeps what it finished, and ``resume`` skips it.
+The files, the check that a resume is the same sweep and the crash repair are
+:class:`xsim.rowstore.RowStore`'s; before anything runs, every point's memory and event count
+are estimated (:mod:`xsim.budget`) and the worker count is capped by the points, the cores
+and the memory.
 """
 
 from __future__ import annotations
 
-import csv
 import itertools
 import json
 import math
 import os
+import signal
+import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
+from xsim.budget import MAX_EVENTS, BudgetError, estimate, memory_limit_bytes
 from xsim.params import PARSERS, Param, ParamError, resolve
 from xsim.platform import Platform
+from xsim.rowstore import ROWS_CSV, ROWS_JSONL, RowStore, identity
 from xsim.scenario import Scenario, ScenarioError
 
 MAX_POINTS = 20_000          # a cap on one sweep; narrow the grid or split it beyond this
 RANGE_KINDS = ("bytes", "us", "gbps", "int", "float")
+MAX_SWEEP_EVENTS = 10 * MAX_EVENTS   # all points together (about 2e9 tiles)
 STATS_KEYS = ("mean", "median", "p10", "p90", "n")
-ROWS_JSONL, ROWS_CSV = "rows.jsonl", "rows.csv"
 
 
 @dataclass(frozen=True)
@@ -112,8 +119,22 @@ def _flatten(summary: Mapping[str, Any], prefix: str = "") -> dict:
 _WORKER: dict = {}
 
 
-def init_worker(scenario: Scenario, platform: Platform, engine: str) -> None:
+def init_worker(scenario: Scenario, platform: Platform, engine: str, in_process: bool = True) -> None:
+    """Set a worker up; a worker process ignores Ctrl-C (its parent stops it) and dies with it."""
     _WORKER.update(scenario=scenario, platform=platform, engine=engine)
+    if not in_process:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's: terminate() must just end it
+        _die_with_parent()
+
+
+def _die_with_parent() -> None:
+    try:  # Linux: a worker is killed when its parent dies, even by SIGKILL
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def run_point(point: dict) -> dict:
@@ -125,9 +146,10 @@ def run_point(point: dict) -> dict:
     try:
         params = resolve(scenario.module.PARAMS, {**scenario.params, **point}, f"scenario {scenario.name!r}")
         s = replace(scenario, params=params)
-        result = simulate(s.build(platform), engine=_WORKER["engine"], trace=False)
+        result = simulate(s.build(platform, engine=_WORKER["engine"], trace=False), engine=_WORKER["engine"],
+                          trace=False)
         summary, prediction = s.summarize(result), s.predict(platform)
-    except (ScenarioError, ParamError) as exc:
+    except (ScenarioError, ParamError, BudgetError) as exc:
         return {"point": point_id(point), "error": f"point {point_id(point)}: {exc}"}
     row = {"point": point_id(point), **params, **_flatten(summary),
            **{f"pred_{k}": v for k, v in prediction.items()}}
@@ -137,18 +159,16 @@ def run_point(point: dict) -> dict:
 
 # ---- the sweep -----------------------------------------------------------------------------------
 
-def _clean(value: Any) -> Any:
-    if hasattr(value, "item"):
-        value = value.item()
-    return None if isinstance(value, float) and not math.isfinite(value) else value
-
-
 def finished_rows(out_dir: Path) -> list[dict]:
     """Rows already in ``rows.jsonl`` (a torn last line from an interrupted write is dropped)."""
-    path = out_dir / ROWS_JSONL
+    from xsim.fileio import OutputError, read_bytes
+    from xsim.rowstore import MAX_ROWS_BYTES
+
+    path = Path(out_dir) / ROWS_JSONL
     rows = []
     if path.exists():
-        for line in path.read_text().splitlines():
+        data = read_bytes(path, "sweep rows", OutputError, limit=MAX_ROWS_BYTES, register=False)
+        for line in data.decode("utf-8", errors="replace").splitlines():
             try:
                 rows.append(json.loads(line))
             except json.JSONDecodeError:
@@ -156,71 +176,132 @@ def finished_rows(out_dir: Path) -> list[dict]:
     return rows
 
 
-class RowWriter:
-    """Appends rows to rows.jsonl and rows.csv, one flushed line each."""
-
-    def __init__(self, out_dir: Path, previous: list[dict]):
-        out_dir.mkdir(parents=True, exist_ok=True)
-        self.columns = list(previous[0]) if previous else None
-        self._jsonl = open(out_dir / ROWS_JSONL, "w")
-        self._csv_file = open(out_dir / ROWS_CSV, "w", newline="")
-        self._csv = None
-        for row in previous:  # rewrite what survived, so both files agree
-            self.write(row)
-
-    def write(self, row: dict) -> None:
-        row = {k: _clean(v) for k, v in row.items()}
-        if self._csv is None:
-            self.columns = self.columns or list(row)
-            self._csv = csv.DictWriter(self._csv_file, self.columns, extrasaction="ignore")
-            self._csv.writeheader()
-        self._jsonl.write(json.dumps(row) + "\n")
-        self._csv.writerow(row)
-        self._jsonl.flush()
-        self._csv_file.flush()
-
-    def close(self) -> None:
-        for fh in (self._jsonl, self._csv_file):
-            fh.flush()
-            os.fsync(fh.fileno())
-            fh.close()
+def budget(scenario: Scenario, platform: Platform, points: list[dict], engine: str, jobs: int) -> tuple[int, dict]:
+    """Every point estimated before anything runs: refused (BudgetError) if one point cannot run
+    or all together are too many events; returns the worker count (at most one per point and
+    per core, and as many as the memory holds) and the sweep's estimate."""
+    limit = memory_limit_bytes()
+    largest, events = None, 0
+    for point in points:
+        try:
+            e = estimate(scenario.module, {**scenario.params, **point}, platform, engine, trace=False)
+        except ValueError as exc:  # a point the builder refuses: said before anything runs
+            raise ScenarioError(f"point {point_id(point)}: {exc}") from None
+        problem = e.problem(limit)
+        if problem is not None:
+            raise BudgetError(f"sweep point {point_id(point)} cannot run: {problem}")
+        events += e.events
+        largest = e if largest is None or e.memory_bytes > largest.memory_bytes else largest
+    if events > MAX_SWEEP_EVENTS:
+        raise BudgetError(f"the sweep needs {events:,} events over {len(points)} points, more than the limit of "
+                          f"{MAX_SWEEP_EVENTS:,}; narrow the grid or shorten the points")
+    cap = [jobs, max(len(points), 1), os.cpu_count() or 1]
+    if largest is not None:
+        cap.append(max(1, limit // largest.memory_bytes))
+    return max(1, min(cap)), {"events": events, "largest_point_bytes": largest.memory_bytes if largest else 0,
+                              "memory_limit_bytes": limit}
 
 
 def _results(points: list[dict], jobs: int, init_args: tuple) -> Iterator[dict]:
+    """Rows as the points finish (any order): in this process, or in ``jobs`` forked workers that
+    a return, an error or an interrupt here terminates before this generator ends."""
     if jobs <= 1 or len(points) <= 1:
         init_worker(*init_args)
         yield from map(run_point, points)
         return
     import multiprocessing
 
-    chunk = max(1, min(16, len(points) // (4 * jobs)))
-    with multiprocessing.get_context("fork").Pool(jobs, init_worker, init_args) as pool:
-        yield from pool.imap(run_point, points, chunksize=chunk)  # in plan order, streamed
+    with multiprocessing.get_context("fork").Pool(jobs, init_worker, (*init_args, False)) as pool:
+        yield from pool.imap_unordered(run_point, points)  # every finished row at once, not in plan order
+
+
+class _Stop:
+    """While a sweep runs: SIGTERM becomes KeyboardInterrupt, so it stops as Ctrl-C does."""
+
+    def __enter__(self):
+        self.previous = None
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGTERM, self._raise)
+        return self
+
+    @staticmethod
+    def _raise(signum, frame):
+        raise KeyboardInterrupt
+
+    def __exit__(self, *exc):
+        if self.previous is not None:
+            signal.signal(signal.SIGTERM, self.previous)
+
+
+def _local_cluster_fits(scheduler: str | None, info: dict) -> None:
+    from xsim.sweep_cluster import parse_scheduler
+
+    if scheduler is None:
+        return
+    kind, workers = parse_scheduler(scheduler)
+    if kind == "local" and workers * info["largest_point_bytes"] > info["memory_limit_bytes"]:
+        raise BudgetError(f"--scheduler {scheduler}: {workers} workers of up to "
+                          f"{info['largest_point_bytes'] / 2**30:.3g} GiB each do not fit in the "
+                          f"{info['memory_limit_bytes'] / 2**30:.3g} GiB this machine can give")
 
 
 def run_sweep(scenario: Scenario, platform: Platform, points: list[dict], out_dir: Path, engine: str = "fast",
-              jobs: int = 1, resume: bool = False, on_row: Callable[[dict], None] | None = None) -> int:
-    """Run every point not already finished (with ``resume``), streaming rows to ``out_dir``;
-    returns the number of rows the files hold. Rows are not kept in memory."""
-    previous = finished_rows(out_dir) if resume else []
-    done = {row["point"] for row in previous}
-    todo = [p for p in points if point_id(p) not in done]
-    if engine == "fast" and todo:
-        _warm_fast_engine()  # compile or load once, before the workers fork
-    writer = RowWriter(out_dir, previous)
-    count = len(previous)
-    del previous
+              jobs: int = 1, resume: bool = False, on_row: Callable[[dict], None] | None = None,
+              on_start: Callable[[dict], None] | None = None, scheduler: str | None = None) -> int:
+    """Run every point not already finished (with ``resume``), appending rows to ``out_dir``;
+    returns the number of rows the files hold. Rows are not kept in memory. ``on_start`` gets
+    what was decided before the first point: ``jobs``, ``skipped``, ``todo``, ``events``.
+    ``scheduler`` (``local:N`` or a dask scheduler address) runs the points on dask
+    (:mod:`xsim.sweep_cluster`) instead of ``jobs`` local processes; nothing else differs."""
+    swept = sorted({k for p in points for k in p})
+    jobs, info = budget(scenario, platform, points, engine, jobs)
+    _local_cluster_fits(scheduler, info)
+    executor = None
+    if scheduler is not None:
+        from xsim.sweep_cluster import DaskExecutor
+
+        executor = DaskExecutor(scheduler)
     try:
-        for row in _results(todo, jobs, (scenario, platform, engine)):
-            if "error" in row:
-                raise ScenarioError(row["error"])
-            writer.write(row)
-            count += 1
-            if on_row:
-                on_row(row)
+        return _run(scenario, platform, points, Path(out_dir), engine, jobs, resume, on_row, on_start, executor,
+                    identity(scenario, platform, swept, engine), info)
     finally:
-        writer.close()
-    return count
+        if executor is not None:
+            executor.close()
+
+
+def _run(scenario, platform, points, out_dir, engine, jobs, resume, on_row, on_start, executor, ident, info) -> int:
+    store = RowStore(out_dir, ident, resume)
+    try:
+        done = store.finished
+        todo = [p for p in points if point_id(p) not in done]
+        jobs = min(jobs, max(len(todo), 1))
+        if executor is not None:
+            jobs = executor.workers
+        if on_start:
+            on_start({**info, "jobs": jobs, "skipped": len(points) - len(todo), "todo": len(todo),
+                      "executor": f"dask {executor.scheduler}" if executor else "local processes"})
+        if engine == "fast" and todo and executor is None:
+            _warm_fast_engine()  # compile or load once, before the workers fork
+        with _Stop():
+            if executor is None:
+                results = _results(todo, jobs, (scenario, platform, engine))
+            else:
+                results = executor.results(todo, (scenario, platform, engine))
+            try:
+                for row in results:
+                    if "error" in row:
+                        raise ScenarioError(row["error"])
+                    if row["point"] in done:
+                        continue  # a point run twice (a chunk re-run after its worker died): one row
+                    store.append(row)
+                    done.add(row["point"])
+                    if on_row:
+                        on_row(row)
+            finally:
+                results.close()  # the workers are gone before the files close
+    finally:
+        store.close()
+    return len(store.points)
 
 
 def _warm_fast_engine() -> None:

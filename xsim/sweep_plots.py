@@ -116,6 +116,9 @@ def write_figures(rows: list[dict], axes: list[str], out_dir: Path) -> list[Path
         first = {a: rows[0][a] for a in axes[2:]}
         rows = [r for r in rows if all(r[a] == v for a, v in first.items())]
         fig = heatmap_figure(rows, axes[0], axes[1])
+    from xsim.fileio import atomic_path
+
     path = out_dir / "sweep.html"
-    fig.write_html(path, include_plotlyjs=True, config={"displaylogo": False})  # offline: no link to plotly.com
+    with atomic_path(path, "sweep plot") as tmp:
+        fig.write_html(tmp, include_plotlyjs=True, config={"displaylogo": False})  # offline: no link to plotly.com
     return [path]

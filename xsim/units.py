@@ -44,7 +44,15 @@ def drain_time_us(volume_bytes: float, drain_rate_gbps: float) -> float:
 
 def _parse(text: str, table: dict[str, float], default_unit: str, what: str) -> float:
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        return float(text)
+        try:
+            value = float(text)
+        except OverflowError:
+            raise UnitError(f"{what} {text!r} is too large") from None
+        if not math.isfinite(value):
+            raise UnitError(f"{what} {text!r} is not finite")
+        return value
+    if not isinstance(text, str):
+        raise UnitError(f"{what} must be a number or a string, got {type(text).__name__}")
     match = _QUANTITY.match(str(text))
     if not match:
         raise UnitError(f"{what} {text!r} is not a number")

@@ -8,7 +8,10 @@ starts with ``_`` are not builders). It declares:
 - ``predict(params, platform)``: the closed form's prediction for the same point (a dict,
   e.g. ``issue_us``, ``period_us``; what ``xsim simulate`` prints as ``closed_form`` and
   the sweep as ``pred_*``);
-- ``summarize(result, params)``: the JSON summary of one run.
+- ``summarize(result, params)``: the JSON summary of one run;
+- ``size(params, platform) -> (tiles, horizon_us)``: the tile count and an upper bound of the
+  simulated time, known before anything is allocated (:mod:`xsim.budget` refuses a run the
+  machine cannot hold).
 
 ``BUILDERS`` names every builder module found here, sorted.
 """

@@ -70,6 +70,18 @@ def _gap_us(params: dict, shape: AttentionShape) -> float:
     return gap
 
 
+def size(params: dict, platform: Platform) -> tuple[int, float]:
+    """Tiles of the workload and an upper bound of its simulated time (before building it): per
+    replay, every wave's Q-loop, completion latency and issue, plus draining all its bytes."""
+    shape = shape_of(params)
+    k = shape.programs
+    rate = platform.effective_drain_rate_gbps(drain_peers(params["destination"], shape.sp))
+    per_replay_us = (shape.waves * (_gap_us(params, shape) + params["t_lat_us"]
+                                    + platform.t_iss0_us(k, float(shape.tile_bytes)))
+                     + shape.n_tiles * shape.tile_bytes / gbps_to_bytes_per_us(rate))
+    return shape.n_tiles * params["replays"], params["replays"] * per_replay_us
+
+
 def build(params: dict, platform: Platform) -> Workload:
     shape = shape_of(params)
     gap, k, reps = _gap_us(params, shape), shape.programs, params["replays"]

@@ -51,6 +51,19 @@ def _validate(params: dict) -> None:
         raise ValueError(f'"warmup_bursts" ({params["warmup_bursts"]}) must be < "bursts" ({params["bursts"]})')
 
 
+def size(params: dict, platform: Platform) -> tuple[int, float]:
+    """Tiles of the workload and an upper bound of its simulated time (before building it).
+
+    A burst takes at most its issue time plus its drain (V / R) plus the gap, the loop's
+    bookkeeping and the barrier; the run is ``bursts`` of them."""
+    _validate(params)
+    k, n, b = params["producers"], params["bursts"], float(params["burst_bytes"])
+    drain_us = k * b / gbps_to_bytes_per_us(platform.effective_drain_rate_gbps(params["peers"]))
+    per_burst_us = (platform.t_iss0_us(k, b) + drain_us + params["gap_us"] + platform.burst_overhead_us
+                    + platform.grid_barrier_us)
+    return 2 * k * n, n * per_burst_us
+
+
 def build(params: dict, platform: Platform) -> Workload:
     _validate(params)
     k, n, b = params["producers"], params["bursts"], float(params["burst_bytes"])

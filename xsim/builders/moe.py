@@ -101,12 +101,29 @@ class Config:
 
 def load_table(path: str, shape: MoEShape, layout) -> TileTable:
     """A tile table from an .npz file (arrays ``offsets`` and ``tiles``, the contract's dtypes)."""
+    import io
+
+    from xsim.fileio import read_bytes
+
     try:
-        with np.load(path) as data:
+        with np.load(io.BytesIO(read_bytes(path, "tile table", ValueError))) as data:
             offsets, tiles = data["offsets"].astype(np.int32), data["tiles"].astype(np.int32)
-    except (OSError, KeyError, ValueError) as exc:
+    except (OSError, KeyError, ValueError, TypeError) as exc:
         raise ValueError(f"cannot read tile table {path}: {exc}") from None
     return TileTable(offsets, tiles, shape.l1_nblocks, shape.l2_nblocks, layout.n_mblocks, schedule="file")
+
+
+def size(params: dict, platform: Platform) -> tuple[int, float]:
+    """An upper bound of one schedule's tiles, before routing (nothing allocated): the rows this
+    rank's experts can receive (every token of every rank, at most ``min(topk, local experts)``
+    rows each) in m-blocks, each with its Linear-1 and Linear-2 tiles. The simulated time of a
+    layer is microseconds to milliseconds: not bounded here (0)."""
+    shape = MoEShape(hidden=params["hidden"], intermediate=params["intermediate"], experts=params["experts"],
+                     topk=params["topk"], tokens=params["tokens"], ep=params["ep"], precision=params["precision"],
+                     block_m=params["block_m"], block_n1=params["block_n1"], block_n2=params["block_n2"])
+    rows = shape.tokens * shape.ep * min(shape.topk, shape.experts_local)
+    mblocks = -(-rows // shape.block_m) + shape.experts_local
+    return mblocks * (shape.l1_nblocks + shape.l2_nblocks), 0.0
 
 
 def build(params: dict, platform: Platform):

@@ -30,6 +30,9 @@ def run(args) -> int:
         raise ParamError(f"the {args.experiment} experiment has no GPU kernels yet (available: {', '.join(AVAILABLE)})")
     if args.nproc is not None and args.nproc < 1:
         raise ParamError(f"--nproc must be >= 1, got {args.nproc}")
+    from xsim.fileio import check_output
+
+    check_output(args.out, "records")  # records are appended there: a folder or a bad path fails now
     try:
         return bench(args.experiment, args.nproc, args.out, ["--suite", args.suite], target=args.target)
     except (NoGPUError, ValueError) as exc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from xsim.commands.common import add_json_option, print_json, print_table
+from xsim.fileio import check_output
 from xsim.platform import save_profile
 from xsim.units import format_bytes, format_percent, format_us, human_key
 
@@ -73,15 +74,13 @@ def run(args) -> int:
     from calibration.stages import FitError
 
     rs = load_records(args.records)
+    check_output(args.output, "profile")  # before the fit: `-o RECORDS` must not cost the measurements
     try:
         fit = fit_records(rs, args.mechanism, args.statistic)
     except FitError as exc:
         raise RecordError(f"cannot fit {', '.join(Path(r).name for r in args.records)}: {exc}") from None
     profile = build_profile(fit, rs, args.name or Path(args.output).stem, weights=_weights(args, fit.mechanism))
-    try:
-        save_profile(profile, args.output)
-    except OSError as exc:
-        raise RecordError(f"cannot write profile {args.output}: {exc.strerror}") from None
+    save_profile(profile, args.output)
     if args.json:
         print_json(profile.to_dict())
     else:

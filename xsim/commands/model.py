@@ -53,7 +53,8 @@ def evaluate(platform, volume_bytes: float, gap_us: float, producers: int, peers
 
 def run(args) -> int:
     platform = platform_from_args(args)
-    out = evaluate(platform, args.volume_bytes, args.gap_us, args.producers or platform.sms, args.peers)
+    producers = platform.sms if args.producers is None else args.producers  # 0 is an error, not "default"
+    out = evaluate(platform, args.volume_bytes, args.gap_us, producers, args.peers)
     if args.json:
         print_json(out)
         return 0

@@ -114,6 +114,10 @@ def _moe(args, document: dict, notes: list):
 def run(args) -> int:
     from calibration.records import RecordError
 
+    from xsim.fileio import check_output
+
+    if args.output:
+        check_output(args.output, "report")  # before the work: a missing folder is made, a bad path said
     if args.experiment == "fa-a2a":
         from xsim.commands import report_fa_a2a
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from xsim.fileio import atomic_path, atomic_write, ensure_folder
+
 from xsim.commands.common import add_json_option, add_platform_options, platform_from_args, print_json, print_table
 from xsim.des import ENGINES, simulate
 from xsim.scenario import load_scenario
@@ -25,11 +27,15 @@ def add_parser(sub):
 def run(args) -> int:
     platform = platform_from_args(args)
     scenario = load_scenario(args.scenario).with_overrides(args.set)
+    outputs = args.out is not None
+    scenario.estimate(platform, args.engine, outputs, outputs).require(f"scenario {scenario.name!r}")
+    if outputs:
+        ensure_folder(args.out, f"the --out folder {args.out}")  # before the run, after the budget
     if hasattr(scenario.module, "simulate"):   # a builder that runs several workloads (moe: both schedules)
         result, summary = scenario.simulate(platform, args.engine)
     else:
-        workload = scenario.build(platform)
-        result = simulate(workload, engine=args.engine, trace=True)
+        workload = scenario.build(platform, engine=args.engine, trace=outputs, outputs=outputs)
+        result = simulate(workload, engine=args.engine, trace=outputs)
         summary = scenario.summarize(result)
     document = {"scenario": scenario.name, "platform": platform.name, "engine": args.engine,
                 "params": dict(scenario.params), **summary, "closed_form": scenario.predict(platform)}
@@ -68,14 +74,15 @@ def write_outputs(out: Path, result, document: dict, page_document: dict | None 
     from xsim.report import sim_page
     from xsim.report.page import Page
 
-    out.mkdir(parents=True, exist_ok=True)
-    result.write_csv(out / "tiles.csv")
-    with open(out / "qtrace.csv", "w") as fh:
+    ensure_folder(out, f"the --out folder {out}")
+    with atomic_path(out / "tiles.csv", "tile table") as tmp:
+        result.write_csv(tmp)
+    with atomic_path(out / "qtrace.csv", "q(t) trace") as tmp, open(tmp, "w") as fh:
         fh.write("gpu,t_us,q_bytes\n")
         for gpu, trace in enumerate(result.traces):
             for t, q in zip(*trace):
                 fh.write(f"{gpu},{t:.9g},{q:.9g}\n")
-    (out / "summary.json").write_text(json.dumps(_clean(document), indent=2) + "\n")
+    atomic_write(out / "summary.json", json.dumps(_clean(document), indent=2) + "\n", "summary")
     bin_us = max(result.makespan_us / 400, 1e-3)
     figures = {"timeline": timeline_figure(result), "qtrace": qtrace_figure(result), "busy": busy_figure(result, bin_us)}
     page = Page(f"X-Stage simulation: {document['scenario']} on {document['platform']}",

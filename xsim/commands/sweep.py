@@ -10,7 +10,7 @@ from xsim.commands.common import add_json_option, add_platform_options, platform
 from xsim.des import ENGINES
 from xsim.params import ParamError
 from xsim.scenario import load_scenario
-from xsim.sweep import ROWS_CSV, ROWS_JSONL, finished_rows, parse_axis, plan, point_id, run_sweep
+from xsim.sweep import ROWS_CSV, ROWS_JSONL, finished_rows, parse_axis, plan, run_sweep
 from xsim.units import human_key
 
 
@@ -21,26 +21,43 @@ def add_parser(sub):
                    help="a swept parameter (repeat for a cross product); values take the key's unit")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a fixed parameter")
     p.add_argument("--engine", choices=ENGINES, default="fast", help="fast (numba, default) or simpy")
-    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N", help="worker processes")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
+                   help="worker processes (at most one per point and per core, and what the memory holds)")
     p.add_argument("--out", type=Path, default=Path("sweep-out"), metavar="DIR",
                    help=f"where {ROWS_CSV}, {ROWS_JSONL} and sweep.html go (default sweep-out)")
     p.add_argument("--resume", action="store_true", help="keep the rows already in DIR and run only the rest")
+    p.add_argument("--scheduler", metavar="ADDRESS|local:N", default=None,
+                   help="run the points on dask: a running scheduler (tcp://HOST:PORT) or a LocalCluster of N "
+                        "worker processes (needs the optional extra 'cluster'); default: --jobs local processes")
     p.add_argument("--no-plots", action="store_true", help="skip sweep.html")
     add_platform_options(p)
     add_json_option(p)
     return p
 
 
-def _progress(total: int, done: int):
-    """A rich progress bar on stderr; returns (advance callback, stop)."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
+class _Progress:
+    """A rich progress bar on stderr, started once the sweep knows what it will run."""
 
-    progress = Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True), transient=False)
-    task = progress.add_task("sweep", total=total, completed=done)
-    progress.start()
-    return (lambda row: progress.advance(task)), progress.stop
+    def __init__(self, total: int):
+        self.total, self.progress, self.info = total, None, {}
+
+    def start(self, info: dict) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
+
+        self.info = info
+        self.progress = Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True),
+                                 transient=False)
+        self.task = self.progress.add_task("sweep", total=self.total, completed=info["skipped"])
+        self.progress.start()
+
+    def advance(self, row) -> None:
+        self.progress.advance(self.task)
+
+    def stop(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
 
 
 def _human(key: str, value) -> str:
@@ -55,6 +72,11 @@ def _human(key: str, value) -> str:
 def run(args) -> int:
     if args.jobs < 1:
         raise ParamError(f"--jobs must be >= 1, got {args.jobs}")
+    if args.scheduler is not None:
+        from xsim.sweep_cluster import _distributed, parse_scheduler
+
+        parse_scheduler(args.scheduler)
+        _distributed()  # says in one line that the extra is missing, before any work
     platform = platform_from_args(args)
     scenario = load_scenario(args.scenario).with_overrides(args.set)
     axes = [parse_axis(text, scenario.module.PARAMS) for text in args.grid]
@@ -63,17 +85,14 @@ def run(args) -> int:
     if both:
         raise ParamError(f"{both[0]!r} is given both as --set and as --grid")
     points = plan(scenario, axes)
-    if not args.resume and (args.out / ROWS_JSONL).exists():
-        raise ParamError(f"{args.out} already holds a sweep ({ROWS_JSONL}); pass --resume to continue it "
-                         "or choose another --out")
-    previous = {r["point"] for r in finished_rows(args.out)} if args.resume else set()
-    skipped = sum(point_id(p) in previous for p in points)
-    advance, stop = _progress(len(points), skipped)
+    progress = _Progress(len(points))
     try:
         count = run_sweep(scenario, platform, points, args.out, engine=args.engine, jobs=args.jobs,
-                          resume=args.resume, on_row=advance)
+                          resume=args.resume, on_row=progress.advance, on_start=progress.start,
+                          scheduler=args.scheduler)
     finally:
-        stop()
+        progress.stop()
+    skipped = progress.info["skipped"]
     figures = []
     if not args.no_plots:
         from xsim.sweep_plots import write_figures
@@ -81,8 +100,9 @@ def run(args) -> int:
         figures = write_figures(finished_rows(args.out), [a.key for a in axes], args.out)
     document = {"scenario": scenario.name, "platform": platform.name, "engine": args.engine,
                 "axes": {a.key: list(a.values) for a in axes}, "points": len(points), "skipped": skipped,
-                "rows": count, "out": str(args.out), "files": [str(args.out / ROWS_CSV), str(args.out / ROWS_JSONL)]
-                + [str(f) for f in figures]}
+                "rows": count, "jobs": progress.info["jobs"], "executor": progress.info["executor"],
+                "events": progress.info["events"], "out": str(args.out),
+                "files": [str(args.out / ROWS_CSV), str(args.out / ROWS_JSONL)] + [str(f) for f in figures]}
     if args.json:
         print_json(document)
     else:

@@ -145,10 +145,16 @@ def fit_overheads(records: list[dict]) -> dict:
 
 
 def read_records(path: str | Path) -> list[dict]:
+    """The JSON objects of a records file (bounded, UTF-8, finite numbers: xsim.fileio)."""
+    from xsim.fileio import parse_json, read_text
+
     out = []
-    for line in Path(path).read_text().splitlines():
+    for number, line in enumerate(read_text(path, "moe records", ValueError).splitlines(), start=1):
         if line.strip():
-            out.append(json.loads(line))
+            record = parse_json(line)
+            if not isinstance(record, dict):
+                raise ValueError(f"moe records {path}:{number}: a record must be a JSON object")
+            out.append(record)
     return out
 
 
@@ -168,6 +174,9 @@ def mainloop_model(platform_name: str, sms: int, records_path: str = "", use_rec
     elif use_records:
         source = "records given"
     records = records if use_records and records is not None else []
-    fits = fit_records(records)
+    try:
+        fits, overheads = fit_records(records), fit_overheads(records)
+    except (KeyError, TypeError, AttributeError) as exc:  # a record of another shape: one line upstream
+        raise ValueError(f"moe records {source or 'given'}: a mainloop record lacks or mistypes {exc}") from None
     return MainloopModel(peaks=peaks_for(platform_name), sms=sms, fits=fits, fixed_us=fixed_us,
-                         records_file=source if fits else "", overheads=fit_overheads(records))
+                         records_file=source if fits else "", overheads=overheads)

@@ -89,7 +89,7 @@ def write_html(rep: FaA2aReport, output: Path) -> tuple[list[str], str | None]:
     if rep.notes:
         sections.append(("notes", html.json_block(rep.notes)))
     text = html.page(f"X-Stage fa-a2a: predicted vs measured on {rep.platform.name}", sections, figs)
-    tmp = output.with_name(output.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(output)
+    from xsim.fileio import atomic_write
+
+    atomic_write(output, text, "report")
     return html.write_pngs(figs, output.parent, output.stem)

@@ -67,6 +67,8 @@ def write_pngs(figures: dict[str, go.Figure], folder: Path, stem: str) -> tuple[
         except Exception as exc:  # noqa: BLE001
             return written, f"PNG skipped: {str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__}"
         path = folder / f"{stem}-{name}.png"
-        path.write_bytes(data)
+        from xsim.fileio import atomic_write
+
+        atomic_write(path, data, "PNG")
         written.append(str(path))
     return written, None

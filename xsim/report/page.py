@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import html
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -153,17 +151,9 @@ def _plotly_script(plotlyjs: str) -> str:
 
 def _write_atomic(path: Path, text: str) -> None:
     """A temporary file in the same folder, then a rename: a reader never sees half a page."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # as an ordinary new file, not mkstemp's 0600
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    from xsim.fileio import atomic_write
+
+    atomic_write(path, text, "page")  # the one helper: fsync, never over an input, one-line errors
 
 
 def _section_html(s: Section, index: int) -> str:
