@@ -6,14 +6,14 @@ from xsim.builders import BUILDERS, get_builder
 
 
 def test_every_builder_module_is_found():
-    assert "microbench" in BUILDERS and list(BUILDERS) == sorted(BUILDERS)
+    assert {"microbench", "moe", "fa_a2a"} <= set(BUILDERS) and list(BUILDERS) == sorted(BUILDERS)
 
 
 @pytest.mark.parametrize("name", BUILDERS)
 def test_every_builder_declares_the_contract(name):
     module = get_builder(name)
     assert isinstance(module.PARAMS, dict) and module.PARAMS
-    for entry in ("build", "predict", "summarize"):
+    for entry in ("build", "predict", "summarize", "size"):
         assert callable(getattr(module, entry)), entry
 
 
