@@ -59,11 +59,21 @@ def test_report_html_and_all_experiments(calibrated, capsys, tmp_path):
     assert len(doc["png"]) >= 4 or any("PNG skipped" in n for n in doc["notes"])
 
 
-@pytest.mark.parametrize("experiment", ["moe"])  # fa-a2a records ship: tests/test_report_fa_a2a.py
+@pytest.mark.parametrize("experiment", ["moe", "fa-a2a"])   # they ship for the host link only
 def test_report_without_records_for_the_experiment_exits_2(capsys, experiment):
-    assert main(["report", "--experiment", experiment]) == 2
+    assert main(["report", "--experiment", experiment, "--platform", "h200-nvlink-x2"]) == 2
     err = capsys.readouterr().err
-    assert f"no {experiment} records" in err and err.count("\n") == 1
+    assert f"no {experiment} records exist for h200-nvlink-x2" in err and err.count("\n") == 1
+
+
+def test_report_all_shipped_platforms_on_one_page(capsys, tmp_path):
+    """Without --platform: every shipped platform with records, a section per (platform, experiment)."""
+    doc = _json(capsys, "report", "--no-des", "--json")
+    assert set(doc["platforms"]) == {"h200-nvlink-x2", "h200-pcie-host"}
+    host = doc["platforms"]["h200-pcie-host"]
+    assert set(host["experiments"]) == {"micro", "moe", "fa-a2a"} and 50 < host["drain_rate_gbps"] < 55
+    assert host["n_configs"] >= 16 and host["m_ub_star_predicted"] > 0
+    assert "note" in doc["platforms"]["h200-nvlink-x2"]["experiments"]["moe"]
 
 
 def test_report_on_shipped_records_closed_form(capsys):

@@ -1,14 +1,25 @@
-"""``xsim report``: predicted vs measured for stored measurement records, with error summaries."""
+"""``xsim report``: predicted vs measured for stored measurement records, with error summaries.
+
+One path for every experiment: each (platform, experiment) with records becomes one report
+(:mod:`xsim.report.micro`, :mod:`~xsim.report.moe`, :mod:`~xsim.report.fa_a2a`), one section of
+the page and one entry of the JSON document. Which records: ``--records`` files (one platform:
+``--platform`` or the default), else the shipped ``calibration/records/P-*.jsonl`` of
+``--platform P``, else of every shipped platform that has records of the experiments asked for.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
-from xsim.commands.common import add_json_option, add_platform_options, platform_from_args, print_json, print_table
+from xsim.commands.common import add_json_option, add_platform_options, print_json, print_table
 from xsim.report import EXPERIMENTS
 
-HEADLINE_KEYS = ("drain_rate_gbps", "capacity_bytes", "t_iss0_us", "period_mape", "issue_mean_mape", "ce_ratio",
-                 "n_points")
+MICRO_KEYS = ("drain_rate_gbps", "capacity_bytes", "t_iss0_us", "period_mape", "issue_mean_mape",
+              "issue_p90_mape", "issue_max_mape", "ce_ratio", "n_points")
+MOE_KEYS = ("n_configs", "geomean_speedup_measured", "geomean_speedup_predicted", "speedup_abs_err_max",
+            "geomean_speedup_skewed_measured", "selector_geomean", "selector_worst", "gemm_vs_cublas_min")
 
 
 def add_parser(sub):
@@ -23,22 +34,117 @@ def add_parser(sub):
     return p
 
 
-def _records(args, platform):
-    """The records given, or the shipped records of the platform reported on."""
-    from calibration.records import RecordError, load_records, load_shipped_records
+@dataclass
+class Built:
+    """One experiment's report on one platform: its JSON summary, headline keys, page section, table."""
 
-    rs = load_records(args.records) if args.records else load_shipped_records(platform=platform.name)
-    if rs is None:
-        raise RecordError(f"no records given and none shipped for platform {platform.name!r} in calibration/records/")
-    return rs
+    summary: dict
+    keys: tuple[str, ...]
+    section: object
+    print_tables: Callable[[], None]
+    notes: tuple[str, ...] = ()
 
 
-def _note(experiment: str) -> str:
-    return f"no {experiment} records exist yet: nothing to compare (run xsim bench {experiment} first)"
+def _micro(rs, platform, args) -> Built:
+    from xsim.report import micro, micro_page
+
+    rep = micro.build(rs, platform, des=not args.no_des)
+
+    def tables():
+        s = rep.summary
+        rows = [(h.quantity, h.value) for h in micro_page.headline(rep)]
+        rows += [("mechanism, DES engine", f"{s['mechanism']}, {s['des_engine'] or 'off'}"),
+                 ("points (held-out)", f"{s['n_points']} ({s['n_heldout']})")]
+        print_table(f"micro: predicted vs measured on {s['platform']}", rows)
+    return Built(rep.summary, MICRO_KEYS, micro_page.section(rep), tables)
+
+
+def _moe(rs, platform, args) -> Built:
+    from xsim.report import moe, moe_page
+
+    rep = moe.build(rs, platform, des=not args.no_des, paper_des=args.paper_des and not args.no_des)
+
+    def tables():
+        rows = [[r.config, r.routing, r.measured["wave"]["kernel_us"], r.measured["interleaved"]["kernel_us"],
+                 r.speedup_measured, r.speedup_predicted, r.predicted.get("selector", {}).get("schedule", "")]
+                for r in rep.rows]
+        print_table(f"moe: measured beside predicted on {rep.platform.name}", rows,
+                    ["config", "routing", "wave us", "int us", "speedup", "predicted", "selector"])
+        print_table("moe summary", [(h.quantity, h.value) for h in moe_page.headline(rep)])
+    return Built(rep.summary, MOE_KEYS, moe_page.section(rep), tables)
+
+
+def _fa_a2a(rs, platform, args) -> Built:
+    from xsim.report.fa_a2a_tables import print_report
+    from xsim.report import fa_a2a, fa_a2a_page
+    from xsim.report.des_runs import default_engine
+
+    rep = fa_a2a.build(rs, platform, engine=None if args.no_des else default_engine(platform))
+    return Built(rep.summary, fa_a2a.HEADLINE_KEYS, fa_a2a_page.section(rep), lambda: print_report(rep),
+                 tuple(rep.notes))
+
+
+BUILDERS = {"micro": _micro, "moe": _moe, "fa-a2a": _fa_a2a}
+
+
+def _note(experiment: str, platform: str | None = None) -> str:
+    where = f" for {platform}" if platform else ""
+    return f"no {experiment} records exist{where} yet: nothing to compare (run xsim bench {experiment} first)"
+
+
+def _platform(name_or_file, args):
+    from xsim.commands.common import platform_from_args
+
+    args.platform = name_or_file
+    return platform_from_args(args)
+
+
+def _targets(args, wanted) -> list[tuple[object, object]]:
+    """(platform, records) pairs to report on."""
+    from calibration.records import RecordError, load_records, load_shipped_records, shipped_record_files
+    from xsim.platform import DEFAULT_PLATFORM, shipped_platforms
+
+    if args.records:
+        return [(_platform(args.platform, args), load_records(args.records))]
+    if args.platform is not None:
+        platform = _platform(args.platform, args)
+        rs = load_shipped_records(platform=platform.name)
+        if rs is None:
+            raise RecordError(f"no records shipped for platform {platform.name!r} in calibration/records/")
+        return [(platform, rs)]
+    shipped = [p for p in shipped_platforms() if shipped_record_files(p)]
+    found = [(p, rs) for p in sorted(shipped, key=lambda p: (p != DEFAULT_PLATFORM, p))
+             if (rs := load_shipped_records(platform=p)) is not None and set(wanted) & set(rs.experiments)]
+    if not found:
+        raise RecordError(_note(wanted[0]) if len(wanted) == 1 else "no records shipped in calibration/records/")
+    if len(wanted) == 1:   # one experiment: the default platform if it has it, else the only one that has it
+        if len(found) > 1 and found[0][0] != DEFAULT_PLATFORM:
+            names = ", ".join(p for p, _ in found)
+            raise RecordError(f"{wanted[0]} records ship for {names}: give --platform")
+        found = found[:1]
+    return [(_platform(p, args), rs) for p, rs in found]
+
+
+def _title(rs_list, wanted, platforms) -> str:
+    """Experiments, platforms, links and the records' dates: what the page is about, in one line."""
+    from xsim.report.micro_page import dates_text
+
+    times = sorted(str(r.data["time_utc"]) for rs in rs_list for r in rs.records if r.data.get("time_utc"))
+    when = f", records {dates_text(times[0], times[-1])}" if times else ""
+    where = "; ".join(f"{p.name}" + (f" ({rs.platform.get('link')})" if rs.platform.get("link") else "")
+                      for p, rs in zip(platforms, rs_list))
+    return f"X-Stage {', '.join(wanted)}: predicted vs measured on {where}{when}"
+
+
+def _prefixed(section, prefix: str):
+    """The section with its figures' file names prefixed (several platforms share one page)."""
+    from dataclasses import replace
+
+    return replace(section, figures=[replace(f, name=f"{prefix}-{f.name}") for f in section.figures])
 
 
 def _write_html(title: str, sections: list, output: Path) -> tuple[list[str], str | None]:
-    """One offline page, a section per experiment (plotly.js inlined once), and a PNG per figure."""
+    """One offline page, a section per (platform, experiment), and a PNG per figure."""
     from xsim.report import html
     from xsim.report.page import Page
 
@@ -47,138 +153,47 @@ def _write_html(title: str, sections: list, output: Path) -> tuple[list[str], st
     return html.write_pngs(page.figures, output.parent, output.stem)
 
 
-def _page_title(rs, experiments, platform_name: str) -> str:
-    """Experiments, platform, link and the records' dates: what the page is about, in one line."""
-    from xsim.report.micro_page import dates_text
-
-    times = sorted(str(r.data["time_utc"]) for r in rs.records if r.data.get("time_utc"))
-    when = f", records {dates_text(times[0], times[-1])}" if times else ""
-    link = (rs.platform or {}).get("link")
-    return f"X-Stage {', '.join(experiments)}: predicted vs measured on {platform_name}" + \
-        (f" ({link})" if link else "") + when
-
-
-def _table(rep) -> None:
-    from xsim.report.micro_page import headline
-
-    rows = [(h.quantity, h.value) for h in headline(rep)]
-    s = rep.summary
-    rows += [("mechanism, DES engine", f"{s['mechanism']}, {s['des_engine'] or 'off'}"),
-             ("points (held-out)", f"{s['n_points']} ({s['n_heldout']})")]
-    print_table(f"micro: predicted vs measured on {s['platform']}", rows)
-
-
-MOE_KEYS = ("n_configs", "geomean_speedup_measured", "geomean_speedup_predicted", "speedup_abs_err_max",
-            "geomean_speedup_skewed_measured", "selector_geomean", "selector_worst", "gemm_vs_cublas_min")
-
-
-def _moe_records(args):
-    """The moe records: from --records, else the shipped ``*-moe.jsonl`` files; None if there are none."""
-    from calibration.records import load_records, parse_texts, shipped_record_files
-
-    if args.records:
-        rs = load_records(args.records)
-    else:
-        texts = [(e.name, e.read_bytes()) for e in shipped_record_files() if e.name.endswith("-moe.jsonl")]
-        rs = parse_texts(texts) if texts else None
-    return rs if rs is not None and "moe" in rs.experiments else None
-
-
-def _moe(args, document: dict, notes: list):
-    """The moe report into ``document``; its page section (a note section without records)."""
-    from xsim.moe.catalog import host_platform
-    from xsim.report import moe, moe_page
-    from xsim.report.page import Section
-
-    rs = _moe_records(args)
-    if rs is None:
-        note = _note("moe")
-        document["experiments"]["moe"] = {"note": note}
-        notes.append(note)
-        return Section(title="moe", notes=[note])
-    overridden = args.platform or any(getattr(args, k) is not None for k in ("t_iss0_us", "drain_gbps", "capacity_bytes"))
-    rep = moe.build(rs, platform_from_args(args) if overridden else host_platform(), des=not args.no_des,
-                    paper_des=args.paper_des and not args.no_des)
-    document["experiments"]["moe"] = rep.summary
-    document.update({k: rep.summary[k] for k in MOE_KEYS})
-    if not args.json:
-        rows = [[r.config, r.routing, r.measured["wave"]["kernel_us"], r.measured["interleaved"]["kernel_us"],
-                 r.speedup_measured, r.speedup_predicted, r.predicted.get("selector", {}).get("schedule", "")]
-                for r in rep.rows]
-        print_table(f"moe: measured beside predicted on {rep.platform.name}", rows,
-                    ["config", "routing", "wave us", "int us", "speedup", "predicted", "selector"])
-        print_table("moe summary", [(h.quantity, h.value) for h in moe_page.headline(rep)])
-    return moe_page.section(rep)
-
-
 def run(args) -> int:
     from calibration.records import RecordError
+    from xsim.report.page import Section
 
     from xsim.fileio import check_output
 
     if args.output:
         check_output(args.output, "report")  # before the work: a missing folder is made, a bad path said
-    if args.experiment == "fa-a2a":
-        from xsim.commands import report_fa_a2a
-
-        return report_fa_a2a.run(args)
-    if args.experiment == "moe":
-        doc: dict = {"experiments": {}}
-        moe_notes: list = []
-        moe_section = _moe(args, doc, moe_notes)
-        if "note" in doc["experiments"]["moe"]:
-            raise RecordError(moe_notes[0])
-        if args.output:
-            pngs, skipped = _write_html(moe_section.title, [moe_section], Path(args.output))
-            doc["html"], doc["png"] = args.output, pngs
-            moe_notes += [skipped] if skipped else []
-        doc["notes"] = moe_notes
-        if args.json:
-            print_json(doc)
-        elif args.output:
-            print(f"wrote {args.output}" + (f" and {len(doc['png'])} PNG" if doc.get("png") else ""))
-        return 0
-    platform = platform_from_args(args)
-    rs = _records(args, platform)
     wanted = EXPERIMENTS if args.experiment == "all" else (args.experiment,)
-    present = set(rs.experiments)
-    if args.experiment != "all" and args.experiment not in present:
-        raise RecordError(_note(args.experiment))
-    from xsim.report.page import Section
-
-    document: dict = {"experiments": {}}
-    notes, sections = [], []
-    for experiment in wanted:
-        if experiment == "moe":
-            sections.append(_moe(args, document, notes))
-            continue
-        if experiment not in present or experiment != "micro":
-            note = _note(experiment) if experiment not in present else f"no report for {experiment} yet"
-            document["experiments"][experiment] = {"note": note}
-            notes.append(note)
-            sections.append(Section(title=experiment, notes=[note]))
-            continue
-        from xsim.report import micro, micro_page
-
-        rep = micro.build(rs, platform, des=not args.no_des)
-        document["experiments"]["micro"] = rep.summary
-        document.update({k: rep.summary[k] for k in HEADLINE_KEYS})
-        if args.output:
-            sections.append(micro_page.section(rep))
-        if not args.json:
-            _table(rep)
+    targets = _targets(args, wanted)
+    docs, notes, sections = {}, [], []
+    for platform, rs in targets:
+        doc = docs.setdefault(platform.name, {"platform": platform.name, "experiments": {}})
+        for experiment in wanted:
+            if experiment not in rs.experiments:
+                note = _note(experiment, platform.name)
+                if len(wanted) == 1:
+                    raise RecordError(note)
+                doc["experiments"][experiment] = {"note": note}
+                notes.append(note)
+                sections.append(Section(title=f"{experiment} on {platform.name}", notes=[note]))
+                continue
+            built = BUILDERS[experiment](rs, platform, args)
+            doc["experiments"][experiment] = built.summary
+            doc.update({k: built.summary.get(k) for k in built.keys})
+            notes += built.notes
+            sections.append(_prefixed(built.section, platform.name) if len(targets) > 1 else built.section)
+            if not args.json:
+                built.print_tables()
+    document = next(iter(docs.values())) if len(docs) == 1 else {"platforms": docs}
     if args.output:
-        title = _page_title(rs, wanted, platform.name)
+        title = _title([rs for _, rs in targets], wanted, [p for p, _ in targets])
         pngs, skipped = _write_html(title, sections, Path(args.output))
         document["html"], document["png"] = args.output, pngs
-        if skipped:
-            notes.append(skipped)
+        notes += [skipped] if skipped else []
     document["notes"] = notes
     if args.json:
         print_json(document)
-    else:
-        for note in notes:
-            print(f"note: {note}")
-        if args.output:
-            print(f"wrote {args.output}" + (f" and {len(document.get('png', []))} PNG" if document.get("png") else ""))
+        return 0
+    for note in notes:
+        print(f"note: {note}")
+    if args.output:
+        print(f"wrote {args.output}" + (f" and {len(document.get('png', []))} PNG" if document.get("png") else ""))
     return 0

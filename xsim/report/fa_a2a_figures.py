@@ -1,4 +1,4 @@
-"""The paper's Fig. 11 for our hardware (plotly), and the fa-a2a HTML page.
+"""The paper's Fig. 11 for our hardware (plotly); the page section is :mod:`xsim.report.fa_a2a_page`.
 
 Numbers come from :mod:`xsim.report.fa_a2a`; this module only draws them. Markers are
 measurements, lines predictions from the one calibrated platform: E_res(M) / T_FA(M) for the
@@ -9,12 +9,9 @@ floor, the +-2 % DVFS band and the predicted threshold M_ub*.
 from __future__ import annotations
 
 import math
-from pathlib import Path
-
 import plotly.graph_objects as go
 
-from xsim.report.fa_a2a import (DVFS_BAND, PREDICTION_HEADER, TABLE3_HEADER, FaA2aReport, Series, prediction_rows,
-                                table3_rows)
+from xsim.report.fa_a2a import DVFS_BAND, FaA2aReport, Series
 
 STYLE = {"closed-form": "solid", "des": "dash"}
 
@@ -74,22 +71,3 @@ def figures(rep: FaA2aReport) -> dict[str, go.Figure]:
         out[name] = fig11(s, rep.platform.name)
         out[f"{name}-us"] = fig11(s, rep.platform.name, relative=False)
     return out
-
-
-def write_html(rep: FaA2aReport, output: Path) -> tuple[list[str], str | None]:
-    """The HTML report (summary, platform, Table 3 per series, Fig. 11 per series) and PNGs."""
-    from xsim.report import html
-
-    figs = figures(rep)
-    sections = [("summary and targets", html.json_block(rep.summary)),
-                ("platform", html.json_block({k: v for k, v in rep.platform.to_dict().items() if k != "provenance"}))]
-    for s in rep.series:
-        sections.append((f"Table 3: {s.key} (us)", html.table(TABLE3_HEADER, table3_rows(s))))
-        sections.append((f"measured vs predicted: {s.key} (us)", html.table(PREDICTION_HEADER, prediction_rows(s))))
-    if rep.notes:
-        sections.append(("notes", html.json_block(rep.notes)))
-    text = html.page(f"X-Stage fa-a2a: predicted vs measured on {rep.platform.name}", sections, figs)
-    from xsim.fileio import atomic_write
-
-    atomic_write(output, text, "report")
-    return html.write_pngs(figs, output.parent, output.stem)
