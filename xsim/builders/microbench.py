@@ -28,6 +28,7 @@ from xsim.closedform import steady_state
 from xsim.closedform.burst_gap import isolated_burst
 from xsim.params import Param
 from xsim.platform import Platform
+from xsim.stats import Stats
 from xsim.units import gbps_to_bytes_per_us
 from xsim.workload import COUPLINGS, Workload, XStageParams
 
@@ -99,11 +100,24 @@ def predict(params: dict, platform: Platform) -> dict:
             "g_star_us": ss.g_star_us}
 
 
+def issue_max_samples(result, warmup_bursts: int) -> np.ndarray:
+    """Per burst after the warm-up: the longest producer's issue span (the slowest CTA), us."""
+    w = result.workload
+    keep = (w.bytes > 0) & (w.burst_index >= warmup_bursts)
+    if not keep.any():
+        return np.zeros(0)
+    idx = w.burst_index[keep]
+    out = np.full(int(idx.max()) + 1, -np.inf)
+    np.maximum.at(out, idx, result.issue_us[keep])
+    return out[np.isfinite(out)]
+
+
 def summarize(result, params: dict) -> dict:
     warm = params["warmup_bursts"]
     return {
         "period_us": result.period_stats(warm).to_dict(),
         "issue_us": result.issue_stats(warm).to_dict(),
+        "issue_max_us": Stats.of(issue_max_samples(result, warm)).to_dict(),
         "burst_issue_us": result.burst_issue_stats(warm).to_dict(),
         "stall_us": result.stall_stats().to_dict(),
         "makespan_us": result.makespan_us,

@@ -7,8 +7,8 @@ from pathlib import Path
 from xsim.commands.common import add_json_option, add_platform_options, platform_from_args, print_json, print_table
 from xsim.report import EXPERIMENTS
 
-HEADLINE_KEYS = ("drain_rate_gbps", "capacity_bytes", "t_iss0_us", "period_mape", "issue_mean_mape", "ce_ratio",
-                 "n_points")
+HEADLINE_KEYS = ("drain_rate_gbps", "capacity_bytes", "t_iss0_us", "period_mape", "issue_mean_mape",
+                 "issue_p90_mape", "issue_max_mape", "ce_ratio", "n_points")
 
 
 def add_parser(sub):
@@ -58,13 +58,23 @@ def _micro_html(rep, output: Path) -> tuple[list[str], str | None]:
     return html.write_pngs(figs, output.parent, output.stem)
 
 
+def _trace_tails(platform):
+    """Measured max-over-CTA issue of the platform's shipped traces (for records without it)."""
+    from calibration.records import shipped_traces_dir
+    from calibration.tails import load_trace_tails
+
+    return load_trace_tails(shipped_traces_dir(platform.name))
+
+
 def _table(summary: dict) -> None:
     rows = [(k, summary.get(k)) for k in HEADLINE_KEYS + ("headline_model", "mechanism", "des_engine")]
     for model, errors in summary["heldout_errors_percent"].items():
         for mode in ("aligned", "free_running"):
             e = errors[mode]
             rows.append((f"held-out {model} {mode}",
-                         f'period {e["period_mape"]:.3g}%, mean issue {e["issue_mean_mape"]:.3g}% (n={e["n_points"]})'))
+                         f'period {e["period_mape"]:.3g}%, mean issue {e["issue_mean_mape"]:.3g}%, p90 issue '
+                         f'{e["issue_p90_mape"]:.3g}% (n={e["n_points"]}), max issue {e["issue_max_mape"]:.3g}% '
+                         f'(n={e["n_max_points"]})'))
     print_table(f"micro: predicted vs measured on {summary['platform']}", rows)
 
 
@@ -87,7 +97,7 @@ def run(args) -> int:
             continue
         from xsim.report import micro
 
-        rep = micro.build(rs, platform, des=not args.no_des)
+        rep = micro.build(rs, platform, des=not args.no_des, trace_tails=_trace_tails(platform))
         document["experiments"]["micro"] = rep.summary
         document.update({k: rep.summary[k] for k in HEADLINE_KEYS})
         if args.output:

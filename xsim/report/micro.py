@@ -15,6 +15,7 @@ import numpy as np
 from calibration.dataset import choose_mechanism, split, store_records
 from calibration.fidelity import MODELS, mape_percent
 from calibration.records import RecordSet
+from calibration.tails import measured_issue_max
 from xsim.platform import Platform
 from xsim.report.des_runs import default_engine, micro_params, simulate_point
 
@@ -51,8 +52,9 @@ class MicroReport:
     summary: dict
 
 
-def _measured(r) -> dict:
+def _measured(r, trace_tails: dict | None = None) -> dict:
     out = {f"issue_{k}": r.stat("issue_us", k) for k in ("mean", "median", "p90")}
+    out["issue_max"], out["issue_max_from"] = measured_issue_max(r, trace_tails)
     out.update({f"period_{k}": r.stat("period_us", k) if r.kind != "isolated" else float("nan")
                 for k in ("mean", "median", "p90")})
     out["burst_issue_median"] = r.stat("burst_issue_us", "median")
@@ -73,10 +75,23 @@ def _des(row: Row, record, platform: Platform, engine: str) -> dict | None:
     if s is None:
         return None
     out = {"issue_us": s["issue_us"]["mean"], "issue_median_us": s["issue_us"]["median"],
-           "issue_p90_us": s["issue_us"]["p90"]}
+           "issue_p90_us": s["issue_us"]["p90"], "issue_max_us": s["issue_max_us"]["mean"]}
     if row.kind != "isolated":
         out["period_us"] = s["period_us"]["mean"]
     return out
+
+
+def _tail_mapes(rows: list[Row], model: str) -> dict:
+    """p90 issue MAPE over the rows, max-over-CTA issue MAPE over their aligned rows with a measured max.
+
+    A model that predicts one number per point (the closed forms) predicts it for every statistic."""
+    pred = lambda r, key: r.predicted[model].get(key, r.predicted[model]["issue_us"])  # noqa: E731
+    tails = [r for r in rows if r.aligned and np.isfinite(r.measured.get("issue_max", np.nan))]
+    return {"issue_p90_mape": mape_percent([pred(r, "issue_p90_us") for r in rows],
+                                           [r.measured["issue_p90"] for r in rows]),
+            "issue_max_mape": mape_percent([pred(r, "issue_max_us") for r in tails],
+                                           [r.measured["issue_max"] for r in tails]),
+            "n_max_points": len(tails)}
 
 
 def _errors(rows: list[Row], model: str) -> dict:
@@ -92,6 +107,7 @@ def _errors(rows: list[Row], model: str) -> dict:
             "issue_median_mape": mape_percent([r.predicted[model]["issue_us"] for r in sub],
                                               [r.measured["issue_median"] for r in sub]),
             "n_points": len(sub),
+            **_tail_mapes(sub, model),
         }
     both = [r for r in rows if model in r.predicted]
     per = [r for r in both if r.kind == "periodic"]
@@ -99,7 +115,15 @@ def _errors(rows: list[Row], model: str) -> dict:
                                               [r.measured["period_mean"] for r in per]),
                   "issue_mean_mape": mape_percent([r.predicted[model]["issue_us"] for r in both],
                                                   [r.measured["issue_mean"] for r in both]),
-                  "n_points": len(both)}
+                  "n_points": len(both), **_tail_mapes(both, model)}
+    return out
+
+
+def _max_sources(rows: list[Row]) -> dict:
+    """How many rows have a measured max-over-CTA issue, from records' stats or from traces."""
+    out = {"record": 0, "trace": 0, "none": 0}
+    for r in rows:
+        out[r.measured["issue_max_from"]] += 1
     return out
 
 
@@ -113,8 +137,12 @@ def _ce_ratio(rs: RecordSet, platform: Platform) -> float | None:
     return max(drains.values()) / max(ce)
 
 
-def build(rs: RecordSet, platform: Platform, des: bool = True, engine: str | None = None) -> MicroReport:
-    """Every store record of the profile's mechanism beside its predictions, plus the summary."""
+def build(rs: RecordSet, platform: Platform, des: bool = True, engine: str | None = None,
+          trace_tails: dict | None = None) -> MicroReport:
+    """Every store record of the profile's mechanism beside its predictions, plus the summary.
+
+    ``trace_tails`` (:func:`calibration.tails.load_trace_tails`): measured max-over-CTA issue for
+    records that predate ``stats.issue_max_us``."""
     wanted = (platform.provenance or {}).get("fit", {}).get("mechanism")
     mech = choose_mechanism(rs, wanted if wanted in {r.params.get("mechanism") for r in rs.records} else None)
     recs = store_records(rs, mech)
@@ -125,7 +153,7 @@ def build(rs: RecordSet, platform: Platform, des: bool = True, engine: str | Non
     for rec in recs:
         p = rec.params
         row = Row(rec.kind, int(p["producers"]), int(p["burst_bytes"]), float(p["gap_us"]), bool(p["aligned"]),
-                  rec.where in held, _measured(rec), where=rec.where)
+                  rec.where in held, _measured(rec, trace_tails), where=rec.where)
         for name, predict in MODELS.items():
             row.predicted[name] = predict(rec, platform)
         if des and des_wanted(row):
@@ -148,6 +176,10 @@ def build(rs: RecordSet, platform: Platform, des: bool = True, engine: str | Non
         "t_iss0_us": platform.t_iss0_us(REFERENCE_PRODUCERS, REFERENCE_BURST_BYTES),
         "period_mape": head["all"]["period_mape"],
         "issue_mean_mape": head["all"]["issue_mean_mape"],
+        "issue_p90_mape": head["all"]["issue_p90_mape"],
+        "issue_max_mape": head["all"]["issue_max_mape"],
+        "n_issue_max_points": head["all"]["n_max_points"],
+        "issue_max_source": _max_sources(heldout),
         "headline_model": headline,
         "ce_ratio": _ce_ratio(rs, platform),
         "n_points": len(rows),
