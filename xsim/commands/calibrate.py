@@ -18,6 +18,8 @@ def add_parser(sub):
     p.add_argument("--traces", metavar="DIR", default=None,
                    help="per-burst traces for the arbitration weights (default: NAME-traces/ beside the first records file)")
     p.add_argument("--fair", action="store_true", help="no arbitration weights (every producer served equally)")
+    p.add_argument("--no-des", action="store_true",
+                   help="do not fit the per-burst spread nor record the DES's held-out errors (closed forms only)")
     add_json_option(p)
     return p
 
@@ -43,26 +45,48 @@ def _rows(profile) -> list[tuple[str, object]]:
     for model, errors in pv["heldout"]["errors_percent"].items():
         for mode in ("aligned", "free_running"):
             e = errors[mode]
-            rows.append((f"held-out {model} {mode}", f'period MAPE {e["period_mape"]:.3g}%, mean issue MAPE '
-                                                    f'{e["issue_mean_mape"]:.3g}%'))
+            rows.append((f"held-out {model} {mode}", f'period MAPE {_pct(e["period_mape"])}, mean issue MAPE '
+                                                    f'{_pct(e["issue_mean_mape"])}, p90 {_pct(e.get("issue_p90_mape"))}, '
+                                                    f'max {_pct(e.get("issue_max_mape"))} (n={e.get("n_max_points", 0)})'))
     return rows
 
 
-def _weights(args, mechanism: str):
-    """Arbitration weights from the backpressured isolated trace, when one is there."""
-    from calibration.arbitration import choose_trace, weights_from_trace
+def _pct(value) -> str:
+    return "n/a" if value is None else f"{value:.3g}%"
+
+
+def _traces(args) -> Path | None:
     from calibration.records import RecordError
 
-    if args.fair:
-        return None
     name = args.name or Path(args.output).stem
     folder = Path(args.traces) if args.traces else Path(args.records[0]).parent / f"{name}-traces"
     if not folder.is_dir():
         if args.traces:
             raise RecordError(f"traces folder {args.traces} does not exist")
         return None
+    return folder
+
+
+def _weights(args, mechanism: str, folder: Path | None):
+    """Arbitration weights from the backpressured isolated trace, when one is there, and its path."""
+    from calibration.arbitration import choose_trace, weights_from_trace
+
+    if args.fair or folder is None:
+        return None, None
     trace = choose_trace(folder, mechanism)
-    return weights_from_trace(trace) if trace is not None else None
+    return (weights_from_trace(trace), trace) if trace is not None else (None, None)
+
+
+def _issue_max(fit, folder: Path | None) -> tuple[dict, dict]:
+    """Measured max-over-CTA issue per record ``where`` (records' stats, else the traces)."""
+    from calibration.tails import load_trace_tails, measured_issue_max
+
+    tails = load_trace_tails(folder)
+    out = {}
+    for r in fit.split.train + fit.split.heldout:
+        value, _ = measured_issue_max(r, tails)
+        out[r.where] = value
+    return out, tails
 
 
 def run(args) -> int:
@@ -76,7 +100,22 @@ def run(args) -> int:
         fit = fit_records(rs, args.mechanism, args.statistic)
     except FitError as exc:
         raise RecordError(f"cannot fit {', '.join(Path(r).name for r in args.records)}: {exc}") from None
-    profile = build_profile(fit, rs, args.name or Path(args.output).stem, weights=_weights(args, fit.mechanism))
+    name = args.name or Path(args.output).stem
+    folder = _traces(args)
+    weights, trace = _weights(args, fit.mechanism, folder)
+    issue_max, tails = _issue_max(fit, folder)
+    spread = des_errors = None
+    if not args.no_des:
+        from calibration.profile import base_platform
+        from calibration.spread import fit_spread
+        from xsim.report.micro import heldout_errors
+
+        if trace is not None:
+            spread = fit_spread(base_platform(fit, rs, name), trace, folder, fit.mechanism)
+        first = build_profile(fit, rs, name, weights=weights, spread=spread, issue_max=issue_max)
+        des_errors = heldout_errors(rs, first, tails)
+    profile = build_profile(fit, rs, name, weights=weights, spread=spread, issue_max=issue_max,
+                            des_errors=des_errors)
     try:
         save_profile(profile, args.output)
     except OSError as exc:

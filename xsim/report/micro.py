@@ -137,8 +137,15 @@ def _ce_ratio(rs: RecordSet, platform: Platform) -> float | None:
     return max(drains.values()) / max(ce)
 
 
+def heldout_errors(rs: RecordSet, platform: Platform, trace_tails: dict | None = None,
+                   engine: str | None = None) -> dict:
+    """The DES's errors on the held-out points only (what ``xsim calibrate`` records)."""
+    rep = build(rs, platform, des=True, engine=engine, trace_tails=trace_tails, des_for="heldout")
+    return rep.summary["heldout_errors_percent"]["des"]
+
+
 def build(rs: RecordSet, platform: Platform, des: bool = True, engine: str | None = None,
-          trace_tails: dict | None = None) -> MicroReport:
+          trace_tails: dict | None = None, des_for: str = "report") -> MicroReport:
     """Every store record of the profile's mechanism beside its predictions, plus the summary.
 
     ``trace_tails`` (:func:`calibration.tails.load_trace_tails`): measured max-over-CTA issue for
@@ -156,7 +163,7 @@ def build(rs: RecordSet, platform: Platform, des: bool = True, engine: str | Non
                   rec.where in held, _measured(rec, trace_tails), where=rec.where)
         for name, predict in MODELS.items():
             row.predicted[name] = predict(rec, platform)
-        if des and des_wanted(row):
+        if des and (row.heldout if des_for == "heldout" else des_wanted(row)):
             result = _des(row, rec, platform, engine)
             if result is None:
                 skipped += 1
