@@ -98,7 +98,8 @@ def _arbitration(weights, spread=None) -> dict | None:
                      "(calibration/arbitration.py)"}
     if spread is not None:
         stats = ("mean", "p90", "max")
-        out["by_sm"] = {
+        out["model"] = {
+            "weights_by": "sm" if spread.arbitration.sm_weights is not None else "rank",
             "placements_k": [k for k, _ in spread.arbitration.placements],
             "burst_sigma": spread.sigma, "sigma_ref_bytes": spread.arbitration.sigma_ref_bytes,
             "trace_issue_us": dict(zip(stats, spread.measured)),
@@ -177,6 +178,7 @@ def build_profile(fit: FitResult, rs: RecordSet, name: str, description: str = "
                     capacity=type(fit.capacity_model)(**rounded(vars(fit.capacity_model))),
                     sms=base.sms, gpus=base.gpus, status="measured", description=text,
                     burst_overhead_us=base.burst_overhead_us, grid_barrier_us=base.grid_barrier_us,
-                    producer_weights=None if weights is None or spread is not None else weights.weights,
+                    producer_weights=None if weights is None or (spread is not None and spread.arbitration.sm_weights
+                                                                 is not None) else weights.weights,
                     arbitration=None if spread is None else spread.arbitration,
                     provenance=rounded(provenance))

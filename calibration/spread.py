@@ -62,11 +62,16 @@ def _simulate(params: dict, platform: Platform) -> tuple[float, float, float]:
     return s["issue_us"]["mean"], s["issue_us"]["p90"], s["issue_max_us"]["mean"]
 
 
-def fit_spread(platform: Platform, trace: Path, traces_folder: Path, mechanism: str) -> SpreadFit:
-    """SM weights and placements from the traces, then sigma on :data:`SIGMA_GRID` (first best)."""
+def fit_spread(platform: Platform, trace: Path, traces_folder: Path, mechanism: str, by_sm: bool = True) -> SpreadFit:
+    """SM weights and placements from the traces, then sigma on :data:`SIGMA_GRID` (first best).
+
+    ``by_sm = False`` keeps the weights indexed by CTA rank (the platform's ``producer_weights``,
+    which must then be set) and fits only the spread."""
     sm_weights, placement = sm_weights_from_trace(trace, platform.sms)
     placements = placements_from_traces(traces_folder, mechanism)
     placements[len(placement)] = placement
+    if not by_sm:
+        sm_weights, placements = None, {}
     params, measured = _trace_point(trace)
     k = params["producers"]
     ref_bytes = max(params["burst_bytes"] - platform.capacity_bytes(k) / k, 1.0)
@@ -75,7 +80,7 @@ def fit_spread(platform: Platform, trace: Path, traces_folder: Path, mechanism: 
     for sigma in SIGMA_GRID:
         arb = Arbitration(sm_weights=sm_weights, placements=placements, burst_sigma=sigma, seed=SEED,
                           sigma_ref_bytes=ref_bytes)
-        pred = _simulate(params, dataclasses.replace(platform, producer_weights=None, arbitration=arb))
+        pred = _simulate(params, dataclasses.replace(platform, arbitration=arb))
         err = float(np.sqrt(np.mean((np.log(pred) - target) ** 2)))
         if sigma == 0:
             at_zero = pred

@@ -9,8 +9,7 @@ from calibration.synthetic import small_plan, synthetic_records, write_jsonl
 from xsim.cli import main
 from xsim.platform import DEFAULT_PLATFORM, load_profile
 
-SHIPPED_RECORDS = resources.files("calibration") / "records" / "h200-nvlink-x2-micro.jsonl"
-SHIPPED_PROFILE = resources.files("calibration") / "profiles" / "h200-nvlink-x2.json"
+SHIPPED = ("h200-nvlink-x2", "h200-pcie-host")
 
 
 @pytest.fixture(scope="module")
@@ -35,12 +34,19 @@ def test_calibrate_writes_a_loadable_profile_twice_identically(synthetic_file, t
     assert pv["fit"]["drain_rate"]["parameters"]["drain_rate_gbps"]["ci95"][0] < platform.drain_rate_gbps
 
 
-@pytest.mark.skipif(not SHIPPED_RECORDS.is_file(), reason="no shipped micro records")
-def test_calibrate_reproduces_the_shipped_profile_byte_for_byte(tmp_path):
-    out = tmp_path / "h200-nvlink-x2.json"
-    assert main(["calibrate", str(SHIPPED_RECORDS), "-o", str(out), "--name", "h200-nvlink-x2"]) == 0
-    assert out.read_bytes() == SHIPPED_PROFILE.read_bytes()
+@pytest.mark.parametrize("name", SHIPPED)
+def test_calibrate_reproduces_the_shipped_profile_byte_for_byte(tmp_path, name):
+    records = resources.files("calibration") / "records" / f"{name}-micro.jsonl"
+    if not records.is_file():
+        pytest.skip("no shipped micro records")
+    out = tmp_path / f"{name}.json"
+    assert main(["calibrate", str(records), "-o", str(out), "--name", name]) == 0
+    assert out.read_bytes() == (resources.files("calibration") / "profiles" / f"{name}.json").read_bytes()
     assert DEFAULT_PLATFORM == "h200-nvlink-x2"
+    pv = load_profile(out).provenance
+    des = pv["heldout"]["errors_percent"]["des"]["all"]              # the DES's tails, recorded
+    assert {"issue_p90_mape", "issue_max_mape", "n_max_points"} <= set(des)
+    assert pv["arbitration"]["model"]["weights_by"] == "sm" and pv["fit"]["t_iss0_threads"]["n_points"] > 0
 
 
 @pytest.mark.parametrize("content, message", [

@@ -45,6 +45,7 @@ class Arbitration:
     burst_sigma: float = 0.0
     seed: int = 0
     sigma_ref_bytes: float | None = None
+    group_sms: int = 1
 
     def __post_init__(self) -> None:
         if self.sm_weights is not None:
@@ -65,6 +66,8 @@ class Arbitration:
                                                      and math.isfinite(self.sigma_ref_bytes)
                                                      and self.sigma_ref_bytes > 0):
             raise ArbitrationError(f'"sigma_ref_bytes" must be a finite number > 0, got {self.sigma_ref_bytes!r}')
+        if not isinstance(self.group_sms, int) or self.group_sms < 1:
+            raise ArbitrationError(f'"group_sms" must be an integer >= 1, got {self.group_sms!r}')
         if not isinstance(self.seed, int) or self.seed < 0:
             raise ArbitrationError(f'"seed" must be an integer >= 0, got {self.seed!r}')
 
@@ -83,7 +86,16 @@ class Arbitration:
         """Static weight of CTA 0..K-1: the weight of the SM it runs on."""
         if self.sm_weights is None:
             return [1.0] * producers
-        return [self.sm_weights[s % len(self.sm_weights)] for s in self.placement(producers)]
+        sms = self.placement(producers)
+        w = self.sm_weights
+        if self.group_sms == 1:
+            return [w[s % len(w)] for s in sms]
+        g = self.group_sms                         # the group's share, split among its active CTAs
+        active: dict[int, int] = {}
+        for s in sms:
+            active[s // g] = active.get(s // g, 0) + 1
+        share = {grp: sum(w[x % len(w)] for x in range(grp * g, grp * g + g)) / g for grp in active}
+        return [share[s // g] * g / active[s // g] for s in sms]
 
     def sigma_for(self, backlog_bytes: float) -> float:
         """The per-burst log-spread for a CTA backlog of ``backlog_bytes`` (B - Q(K)/K)."""
@@ -103,7 +115,8 @@ class Arbitration:
     def to_dict(self) -> dict[str, Any]:
         return {"sm_weights": None if self.sm_weights is None else list(self.sm_weights),
                 "placements": {str(k): list(s) for k, s in self.placements},
-                "burst_sigma": self.burst_sigma, "seed": self.seed, "sigma_ref_bytes": self.sigma_ref_bytes}
+                "burst_sigma": self.burst_sigma, "seed": self.seed, "sigma_ref_bytes": self.sigma_ref_bytes,
+                "group_sms": self.group_sms}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> "Arbitration | None":
@@ -111,4 +124,4 @@ class Arbitration:
             return None
         return cls(sm_weights=data.get("sm_weights"), placements=data.get("placements") or (),
                    burst_sigma=data.get("burst_sigma", 0.0), seed=data.get("seed", 0),
-                   sigma_ref_bytes=data.get("sigma_ref_bytes"))
+                   sigma_ref_bytes=data.get("sigma_ref_bytes"), group_sms=data.get("group_sms", 1))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from xsim.commands.common import add_json_option, print_json, print_table
@@ -18,6 +19,8 @@ def add_parser(sub):
     p.add_argument("--traces", metavar="DIR", default=None,
                    help="per-burst traces for the arbitration weights (default: NAME-traces/ beside the first records file)")
     p.add_argument("--fair", action="store_true", help="no arbitration weights (every producer served equally)")
+    p.add_argument("--weights-by", choices=("sm", "rank"), default="sm",
+                   help="index the arbitration weights by the SM a CTA runs on (default) or by CTA rank")
     p.add_argument("--no-des", action="store_true",
                    help="do not fit the per-burst spread nor record the DES's held-out errors (closed forms only)")
     add_json_option(p)
@@ -111,7 +114,8 @@ def run(args) -> int:
         from xsim.report.micro import heldout_errors
 
         if trace is not None:
-            spread = fit_spread(base_platform(fit, rs, name), trace, folder, fit.mechanism)
+            base = dataclasses.replace(base_platform(fit, rs, name), producer_weights=weights.weights)
+            spread = fit_spread(base, trace, folder, fit.mechanism, by_sm=args.weights_by == "sm")
         first = build_profile(fit, rs, name, weights=weights, spread=spread, issue_max=issue_max)
         des_errors = heldout_errors(rs, first, tails)
     profile = build_profile(fit, rs, name, weights=weights, spread=spread, issue_max=issue_max,
