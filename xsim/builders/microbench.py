@@ -16,8 +16,15 @@ platform's per-burst loop bookkeeping ``burst_overhead_us``, no bytes).
   and overlaps the drain's tail (the hardware's aligned zero-gap period is V/R, not
   V/R + latency): a producer arrives at the later of gap end + latency and its drain end.
   With ``barrier_waits_drain = false`` it arrives at gap end + latency.
-- Producers share the drain by the platform's arbitration weights when the X-Stage is full;
-  unequal weights make free-running producers drift out of phase, as on the hardware.
+- ``barrier_fence = true``: the barrier fences before it arrives (``__threadfence()`` then the
+  arrival atomic, as cooperative-groups grid sync does): a producer arrives its latency after
+  its stores have drained, so the zero-gap aligned period is V/R + latency.
+- Producers share the drain by the platform's arbitration weights when the X-Stage is full
+  (by the SM each CTA runs on, ``xsim.arbitration``); unequal weights make free-running
+  producers drift out of phase, as on the hardware. With the platform's per-burst spread
+  (``burst_spread``, aligned bursts that wait for the drain) every (CTA, burst) is its own DES
+  producer with weight ``w_SM * f[p, j]`` (``xsim.builders.microbench_layout``).
+- ``threads``: threads per CTA for the profile's threads-per-CTA term of T_iss0 (0: reference).
 """
 
 from __future__ import annotations
