@@ -6,7 +6,7 @@ drain by ``Platform.producer_weights`` (weighted water-filling); we estimate the
 trace of an aligned, capacity-limited isolated burst at the largest K: producer p's weight
 is the mean issue time over all producers divided by p's own mean issue time (normalised to
 mean 1), over every timed burst of every run. The trace is data shipped beside the records
-(``calibration/records/traces/*.npz``: ``start_us``/``end_us`` [runs, producers, bursts]).
+(``calibration/records/<platform>-traces/*.npz``: ``start_us``/``end_us`` [runs, producers, bursts]).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Which records a fit uses, and the deterministic train/held-out split.
 
 A fit is for one store mechanism (default ``st.v4``) and one thread count per producer (the
-most common one for that mechanism): remote ``periodic`` and ``isolated`` micro records.
+most common one for that mechanism): remote ``periodic`` and ``isolated`` micro records. Records
+the runner flagged (``flags``: e.g. ``drain_above_copy_engine``) are never fitted.
 
 Held out (never seen by the fit, used to report prediction error):
 - every record of one producer count K: the second largest K in the sweep;
@@ -28,9 +29,11 @@ def mechanisms(rs: RecordSet) -> list[str]:
 
 
 def _is_store(r: Record) -> bool:
-    """A remote periodic/isolated record of the paper's unidirectional pair, with in-kernel issue times."""
+    """A remote periodic/isolated record of the paper's unidirectional pair, with in-kernel issue
+    times, that the runner did not flag (a drain faster than the copy engine: not the link)."""
     return (r.kind in FIT_KINDS and r.params.get("target", "remote") == "remote"
-            and r.params.get("pattern", "pair") == "pair" and "issue_us" in r.data["stats"])
+            and r.params.get("pattern", "pair") == "pair" and "issue_us" in r.data["stats"]
+            and not r.data.get("flags"))
 
 
 def choose_mechanism(rs: RecordSet, requested: str | None) -> str:

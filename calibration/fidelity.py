@@ -110,13 +110,9 @@ def mape_percent(predicted, measured) -> float:
     return float(np.mean(np.abs(p[ok] - m[ok]) / m[ok]) * 100.0) if ok.any() else float("nan")
 
 
-def error_summary(comparisons: list[Comparison], issue_max: dict | None = None) -> dict:
-    """Period MAPE (periodic points) and mean issue MAPE (all points), with their counts; the
-    p90 issue MAPE (the closed form predicts one number per point: it stands for every
-    statistic) and, over aligned points with a measured max-over-CTA issue (``issue_max``:
-    record ``where`` -> mean per-burst max, :mod:`calibration.tails`), the max issue MAPE."""
+def error_summary(comparisons: list[Comparison]) -> dict:
+    """Period MAPE (periodic points) and mean issue MAPE (all points), with their counts."""
     periodic = [c for c in comparisons if c.kind == "periodic"]
-    tails = [c for c in comparisons if c.aligned and np.isfinite((issue_max or {}).get(c.record.where, np.nan))]
     return {
         "period_mape": mape_percent([c.predicted_period_us for c in periodic], [c.period_mean_us for c in periodic]),
         "period_median_mape": mape_percent([c.predicted_period_us for c in periodic],
@@ -125,20 +121,15 @@ def error_summary(comparisons: list[Comparison], issue_max: dict | None = None) 
                                         [c.issue_mean_us for c in comparisons]),
         "issue_median_mape": mape_percent([c.predicted_issue_us for c in comparisons],
                                           [c.issue_median_us for c in comparisons]),
-        "issue_p90_mape": mape_percent([c.predicted_issue_us for c in comparisons],
-                                       [c.issue_p90_us for c in comparisons]),
-        "issue_max_mape": mape_percent([c.predicted_issue_us for c in tails],
-                                       [issue_max[c.record.where] for c in tails]),
         "n_period_points": len(periodic),
         "n_points": len(comparisons),
-        "n_max_points": len(tails),
     }
 
 
-def split_summary(comparisons: list[Comparison], issue_max: dict | None = None) -> dict:
+def split_summary(comparisons: list[Comparison]) -> dict:
     """Errors overall, then aligned and free-running apart."""
     return {
-        "all": error_summary(comparisons, issue_max),
-        "aligned": error_summary([c for c in comparisons if c.aligned], issue_max),
-        "free_running": error_summary([c for c in comparisons if not c.aligned], issue_max),
+        "all": error_summary(comparisons),
+        "aligned": error_summary([c for c in comparisons if c.aligned]),
+        "free_running": error_summary([c for c in comparisons if not c.aligned]),
     }

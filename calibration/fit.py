@@ -197,7 +197,7 @@ def _mechanism_drains(rs: RecordSet, chosen: str, r_chosen: float) -> dict[str, 
     for m in mechs:
         p = Points.of([r for r in rs.select("micro", "periodic", mechanism=m)
                        if r.params.get("target", "remote") == "remote" and float(r.params["gap_us"]) == 0
-                       and r.params["aligned"]])
+                       and r.params["aligned"] and not r.data.get("flags")])
         if p.producers.size < 2:
             continue
         big = p.volume_bytes >= np.median(p.volume_bytes)

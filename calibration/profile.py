@@ -123,22 +123,22 @@ def base_platform(fit: FitResult, rs: RecordSet, name: str) -> Platform:
 
 
 def build_profile(fit: FitResult, rs: RecordSet, name: str, description: str = "", weights=None,
-                  spread=None, issue_max: dict | None = None, des_errors: dict | None = None) -> Platform:
+                  spread=None, des_errors: dict | None = None) -> Platform:
     """The fitted platform; its provenance says how, from what, and how well it predicts.
 
     ``weights``: per-producer arbitration weights (:mod:`calibration.arbitration`) or None (fair);
     ``spread``: the SM-indexed weights with their per-burst spread (:mod:`calibration.spread`),
-    which replace ``weights`` in the model; ``issue_max``: record ``where`` -> measured max-over-CTA
-    issue (:mod:`calibration.tails`); ``des_errors``: the DES's held-out errors on this very
-    platform (``xsim.report.micro.heldout_errors``), recorded beside the closed forms'.
+    which replace ``weights`` in the model; ``des_errors``: the DES's held-out errors on this very
+    platform, tails included (``xsim.report.micro.heldout_errors``), recorded beside the closed
+    forms' (which predict one number per point, so have no tails).
     """
     base = Platform(name=name, drain_rate_gbps=rounded(fit.drain_rate_gbps), issue=fit.issue_model,
                     capacity=fit.capacity_model, sms=int(rs.platform.get("sms", 132)),
                     gpus=int(rs.platform.get("gpu_count", 2)), status="measured",
                     burst_overhead_us=rounded(fit.burst_overhead.values[0]),
                     grid_barrier_us=rounded(fit.grid_barrier.values[0]))
-    heldout = {m: split_summary(compare(fit.split.heldout, base, m), issue_max) for m in MODELS}
-    train = {m: split_summary(compare(fit.split.train, base, m), issue_max) for m in MODELS}
+    heldout = {m: split_summary(compare(fit.split.heldout, base, m)) for m in MODELS}
+    train = {m: split_summary(compare(fit.split.train, base, m)) for m in MODELS}
     if des_errors is not None:
         heldout["des"] = des_errors
     provenance = {

@@ -19,7 +19,7 @@ from .destination import DestinationError, check_kind
 
 SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
             "NVSHMEM_DISABLE_NVLS": "1"}
-EXPERIMENTS = {"micro": "hwkernels.micro"}
+EXPERIMENTS = {"micro": "hwkernels.micro", "fa-a2a": "hwkernels.fa_bench"}
 NO_GPU_MESSAGE = "no GPUs found: xsim bench needs NVIDIA GPUs"
 
 
@@ -96,6 +96,8 @@ def bench(experiment: str, nproc: int | None, out: Path, extra_args: list[str], 
     if target == "peer" and found < 2:
         raise DestinationError(f"--target peer needs at least 2 GPUs, found {found}: use --target host on one GPU")
     check_kind(target, nproc)
+    if not 1 <= nproc <= found:
+        raise ValueError(f'"nproc" must be in [1, {found}] (GPUs found), got {nproc}.')
     env = {}
     if "XSTAGE_COMMIT" not in os.environ:
         commit, dirty = git_state(Path(__file__).resolve().parent.parent)

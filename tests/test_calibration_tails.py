@@ -54,12 +54,13 @@ def _row(aligned, p90, issue_max, pred):
 
 
 def test_tail_mapes_use_p90_everywhere_and_max_on_aligned_points_only():
+    assert np.isnan(_tail_mapes([_row(True, 1.0, 1.0, {"issue_us": 1.0})], "m")["issue_max_mape"])
     rows = [_row(True, 2.0, 4.0, {"issue_us": 1.0, "issue_p90_us": 2.2, "issue_max_us": 3.0}),
             _row(False, 4.0, 8.0, {"issue_us": 1.0, "issue_p90_us": 3.0, "issue_max_us": 8.0}),
-            _row(True, 1.0, float("nan"), {"issue_us": 1.0})]     # a closed form: one number for all
+            _row(True, 1.0, 1.0, {"issue_us": 1.0})]     # a closed form: no tails, counted nowhere
     out = _tail_mapes(rows, "m")
-    assert out["issue_p90_mape"] == pytest.approx((10 + 25 + 0) / 3)
-    assert out["issue_max_mape"] == pytest.approx(25.0) and out["n_max_points"] == 1
+    assert out["issue_p90_mape"] == pytest.approx((10 + 25) / 2)
+    assert out["issue_max_mape"] == pytest.approx(25.0) and out["n_max_points"] == 2  # 2 aligned with a max
 
 
 @pytest.mark.parametrize("name", ["h200-pcie-host", "h200-nvlink-x2"])

@@ -40,7 +40,9 @@ def test_simulate_json_and_out_dir(capsys, tmp_path):
     assert doc["makespan_us"] > 0
     assert doc["period_us"]["mean"] == pytest.approx(doc["closed_form"]["period_us"], rel=1e-6)
     names = {p.name for p in tmp_path.iterdir()}
-    assert {"tiles.csv", "qtrace.csv", "summary.json", "qtrace.html", "timeline.html", "busy.html"} <= names
+    assert {"tiles.csv", "qtrace.csv", "summary.json", "index.html", "plotly.min.js"} <= names
+    page = (tmp_path / "index.html").read_text()
+    assert page.count("class='xsim-figure'") == 3 and "src='plotly.min.js'" in page and "cdn.plot.ly" not in page
     header = (tmp_path / "tiles.csv").read_text().splitlines()[0].split(",")
     assert {"producer", "kind", "mainloop_start", "mainloop_end", "issue_start", "issue_end", "drain_end",
             "stall_us"} <= set(header)

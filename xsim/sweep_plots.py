@@ -117,5 +117,5 @@ def write_figures(rows: list[dict], axes: list[str], out_dir: Path) -> list[Path
         rows = [r for r in rows if all(r[a] == v for a, v in first.items())]
         fig = heatmap_figure(rows, axes[0], axes[1])
     path = out_dir / "sweep.html"
-    fig.write_html(path, include_plotlyjs=True)
+    fig.write_html(path, include_plotlyjs=True, config={"displaylogo": False})  # offline: no link to plotly.com
     return [path]

@@ -87,3 +87,102 @@ def parser_for_key(key: str):
     if key.endswith("_gbps"):
         return parse_gbps
     return parse_count
+
+
+# --- formatting for people (tables, captions); --json keeps plain numbers ------------------
+
+_BYTE_STEPS = ((GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB"))
+_TIME_STEPS_US = ((1e6, "s"), (1e3, "ms"))
+BLANK = "–"  # what a missing (None/NaN) value is shown as
+
+
+def _sig(value: float, digits: int = 3) -> str:
+    """``value`` to ``digits`` significant digits, no exponent for ordinary magnitudes."""
+    if value == 0:
+        return "0"
+    if abs(value) >= 10**digits:
+        return f"{value:.0f}"
+    return f"{value:.{digits}g}"
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and not math.isfinite(value))
+
+
+def format_bytes(n_bytes: float | None) -> str:
+    """``4325376`` -> ``'4.12 MiB'``; ``512`` -> ``'512 B'`` (KiB = 1024 bytes)."""
+    if _missing(n_bytes):
+        return BLANK
+    for size, name in _BYTE_STEPS:
+        if abs(n_bytes) >= size:
+            return f"{_sig(n_bytes / size)} {name}"
+    return f"{_sig(n_bytes)} B"
+
+
+def format_us(t_us: float | None) -> str:
+    """Microseconds -> ``'0.54 µs'``, ``'2.45 ms'``, ``'1.2 s'``."""
+    if _missing(t_us):
+        return BLANK
+    for size, name in _TIME_STEPS_US:
+        if abs(t_us) >= size:
+            return f"{_sig(t_us / size)} {name}"
+    return f"{_sig(t_us)} µs"
+
+
+def format_gbps(rate_gbps: float | None) -> str:
+    """GB/s (1e9 bytes per second) -> ``'360 GB/s'``."""
+    return BLANK if _missing(rate_gbps) else f"{_sig(rate_gbps)} GB/s"
+
+
+def format_percent(percent: float | None) -> str:
+    """A percentage (already times 100) -> ``'3.42%'``."""
+    return BLANK if _missing(percent) else f"{_sig(percent)}%"
+
+
+def format_count(value) -> str:
+    """A plain number: integers as they are, floats to 4 significant digits."""
+    if _missing(value):
+        return BLANK
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+FORMATTERS = {"bytes": format_bytes, "us": format_us, "gbps": format_gbps, "percent": format_percent,
+              "count": format_count}
+
+
+def unit_of_key(key: str) -> str:
+    """The unit a name carries: ``*_bytes``, ``*_us``, ``*_gbps``, ``*_mape``/``*_percent``, else count."""
+    if key.endswith("_bytes"):
+        return "bytes"
+    if key.endswith("_us"):
+        return "us"
+    if key.endswith("_gbps"):
+        return "gbps"
+    if key.endswith(("_mape", "_percent", "_pct")):
+        return "percent"
+    return "count"
+
+
+def human(value, unit: str = "count") -> str:
+    """The one formatter for people: ``human(4.3e6, "bytes") == '4.1 MiB'``.
+
+    ``unit`` is ``bytes``, ``us``, ``gbps``, ``percent`` or ``count``; None/NaN is ``BLANK``;
+    a value that is not a number (a name, a note) is shown as it is.
+    """
+    if unit not in FORMATTERS:
+        raise UnitError(f"unit {unit!r} is not one of: {', '.join(FORMATTERS)}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "item"):
+        return format_count(value)
+    value = value.item() if hasattr(value, "item") else value
+    return FORMATTERS[unit](value)
+
+
+def human_key(key: str, value) -> str:
+    """``value`` formatted by the unit its name carries (``human_key("capacity_bytes", 2**21)``)."""
+    return human(value, unit_of_key(key))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from importlib import import_module
 
-BUILDERS = ("microbench",)
+BUILDERS = ("microbench", "fa_a2a")
 
 
 def get_builder(name: str):

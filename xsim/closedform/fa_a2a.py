@@ -23,6 +23,16 @@ def kv_tiles(seq_len: int, b_n: int) -> int:
     return math.ceil(seq_len / b_n)
 
 
+def q_loop_gap_us(seq_len: int, b_n: int, sigma_us: float, fixed_us: float) -> float:
+    """The Q-loop gap with its fixed part: G_Qloop(M) = fixed + sigma ceil(M / b_n) (Sec. 4.3)."""
+    return fixed_us + sigma_us * kv_tiles(seq_len, b_n)
+
+
+def g_star_us(volume_bytes: float, drain_rate_gbps: float, t_iss0_us: float) -> float:
+    """Eq. 20 (right), the recovery gap of an aligned output burst: G* = [V/R - T_iss0]+."""
+    return pos(drain_time_us(volume_bytes, drain_rate_gbps) - t_iss0_us)
+
+
 def m_ub_star(b_n: int, g_star_us: float, sigma_us: float) -> float:
     """Eq. 20: M_ub* = b_n G* / sigma, tokens."""
     if sigma_us <= 0:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from xsim.commands.common import add_json_option, print_json, print_table
 from xsim.platform import save_profile
+from xsim.units import format_bytes, format_percent, format_us, human_key
 
 
 def add_parser(sub):
@@ -36,26 +37,24 @@ def _rows(profile) -> list[tuple[str, object]]:
     for stage in ("drain_rate", "t_iss0", "burst_overhead", "grid_barrier"):
         for name, v in fit[stage]["parameters"].items():
             lo, hi = v["ci95"]
-            rows.append((name, f'{v["value"]:.4g}  [{lo:.4g}, {hi:.4g}]'))
+            rows.append((name, f'{human_key(name, v["value"])}  [{human_key(name, lo)}, {human_key(name, hi)}]'))
     for k, knee in fit["capacity_knees"].items():
         lo, hi = knee["ci95_bytes"]
-        rows.append((f"Q(K={k}) knee, MiB", f'{knee["capacity_bytes"] / 2**20:.4g}  [{lo / 2**20:.4g}, {hi / 2**20:.4g}]'))
+        rows.append((f"Q(K={k}) knee", f'{format_bytes(knee["capacity_bytes"])}  [{format_bytes(lo)}, {format_bytes(hi)}]'))
     head = pv["headline"]
     arb = pv.get("arbitration")
     rows.append(("arbitration weights", f'{arb["n_producers"]} from {arb["trace"]}' if arb else "none (fair)"))
-    rows += [("T_iss0(132, 32KB) us", head["t_iss0_us_at_k132_b32kib"]),
-             ("Q(132) MiB", head["capacity_bytes_at_k132"] / 2**20), ("ce_ratio", head["ce_ratio"])]
+    rows += [("T_iss0(132, 32 KiB)", format_us(head["t_iss0_us_at_k132_b32kib"])),
+             ("Q(132)", format_bytes(head["capacity_bytes_at_k132"])), ("ce_ratio", head["ce_ratio"])]
     for model, errors in pv["heldout"]["errors_percent"].items():
         for mode in ("aligned", "free_running"):
             e = errors[mode]
-            rows.append((f"held-out {model} {mode}", f'period MAPE {_pct(e["period_mape"])}, mean issue MAPE '
-                                                    f'{_pct(e["issue_mean_mape"])}, p90 {_pct(e.get("issue_p90_mape"))}, '
-                                                    f'max {_pct(e.get("issue_max_mape"))} (n={e.get("n_max_points", 0)})'))
+            rows.append((f"held-out {model} {mode}", f'period MAPE {format_percent(e["period_mape"])}, '
+                                                    f'mean issue MAPE {format_percent(e["issue_mean_mape"])}, '
+                                                    f'p90 {format_percent(e.get("issue_p90_mape"))}, '
+                                                    f'max {format_percent(e.get("issue_max_mape"))} '
+                                                    f'(n={e.get("n_max_points", 0)})'))
     return rows
-
-
-def _pct(value) -> str:
-    return "n/a" if value is None else f"{value:.3g}%"
 
 
 def _traces(args) -> Path | None:
@@ -80,23 +79,12 @@ def _weights(args, mechanism: str, folder: Path | None):
     return (weights_from_trace(trace), trace) if trace is not None else (None, None)
 
 
-def _issue_max(fit, folder: Path | None) -> tuple[dict, dict]:
-    """Measured max-over-CTA issue per record ``where`` (records' stats, else the traces)."""
-    from calibration.tails import load_trace_tails, measured_issue_max
-
-    tails = load_trace_tails(folder)
-    out = {}
-    for r in fit.split.train + fit.split.heldout:
-        value, _ = measured_issue_max(r, tails)
-        out[r.where] = value
-    return out, tails
-
-
 def run(args) -> int:
     from calibration.fit import fit_records
     from calibration.profile import build_profile
     from calibration.records import RecordError, load_records
     from calibration.stages import FitError
+    from calibration.tails import load_trace_tails
 
     rs = load_records(args.records)
     try:
@@ -106,7 +94,7 @@ def run(args) -> int:
     name = args.name or Path(args.output).stem
     folder = _traces(args)
     weights, trace = _weights(args, fit.mechanism, folder)
-    issue_max, tails = _issue_max(fit, folder)
+    tails = load_trace_tails(folder)
     spread = des_errors = None
     if not args.no_des:
         from calibration.profile import base_platform
@@ -116,10 +104,9 @@ def run(args) -> int:
         if trace is not None:
             base = dataclasses.replace(base_platform(fit, rs, name), producer_weights=weights.weights)
             spread = fit_spread(base, trace, folder, fit.mechanism, by_sm=args.weights_by == "sm")
-        first = build_profile(fit, rs, name, weights=weights, spread=spread, issue_max=issue_max)
+        first = build_profile(fit, rs, name, weights=weights, spread=spread)
         des_errors = heldout_errors(rs, first, tails)
-    profile = build_profile(fit, rs, name, weights=weights, spread=spread, issue_max=issue_max,
-                            des_errors=des_errors)
+    profile = build_profile(fit, rs, name, weights=weights, spread=spread, des_errors=des_errors)
     try:
         save_profile(profile, args.output)
     except OSError as exc:

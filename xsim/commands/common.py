@@ -10,7 +10,7 @@ from typing import Any, Mapping
 
 from xsim.params import ParamError
 from xsim.platform import Platform, resolve_platform
-from xsim.units import UnitError, parse_bytes, parse_gbps, parse_time_us
+from xsim.units import UnitError, format_count, parse_bytes, parse_gbps, parse_time_us
 
 
 def unit_arg(parse):
@@ -63,11 +63,9 @@ def print_json(document: Any) -> None:
 
 
 def fmt(value: Any) -> str:
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
+    """A cell as given; a bare number (no unit known here) through :func:`xsim.units.format_count`.
+    Callers format quantities with their units first (``xsim.units.human_key``)."""
+    return format_count(value)
 
 
 def print_table(title: str, rows: list[tuple[str, Any]] | list[list[Any]], header: list[str] | None = None) -> None:

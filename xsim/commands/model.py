@@ -5,7 +5,7 @@ from __future__ import annotations
 from xsim.closedform import design_test, isolated_burst, steady_state
 from xsim.commands.common import unit_arg, add_json_option, add_platform_options, platform_from_args, print_json, print_table
 from xsim.params import ParamError
-from xsim.units import drain_time_us, parse_bytes, parse_time_us
+from xsim.units import drain_time_us, human_key, parse_bytes, parse_time_us
 
 
 def add_parser(sub):
@@ -57,6 +57,6 @@ def run(args) -> int:
     if args.json:
         print_json(out)
         return 0
-    rows = [(k, v) for k, v in out.items() if k != "inputs"]
-    print_table(f"Burst–Gap model on {platform.name}", list(out["inputs"].items()) + rows)
+    rows = [(k, human_key(k, v)) for k, v in list(out["inputs"].items()) + list(out.items()) if k != "inputs"]
+    print_table(f"Burst–Gap model on {platform.name}", rows)
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from xsim.commands.common import add_json_option, print_json, print_table
 from xsim.platform import DEFAULT_PLATFORM, shipped_platforms
+from xsim.units import KIB, format_bytes, format_gbps, format_us
 
 
 def add_parser(sub):
@@ -21,7 +22,7 @@ def run(args) -> int:
     for name, p in platforms.items():
         k = p.sms
         rows.append([name + (" (default)" if name == DEFAULT_PLATFORM else ""), p.status, p.gpus, k,
-                     p.drain_rate_gbps, p.t_iss0_us(k, 32 * 1024), p.capacity_bytes(k) / 2**20])
-    print_table("shipped platforms", rows,
-                ["name", "status", "GPUs", "SMs K", "R GB/s", "T_iss0(K, 32KB) us", "Q(K) MiB"])
+                     format_gbps(p.drain_rate_gbps), format_us(p.t_iss0_us(k, 32 * KIB)),
+                     format_bytes(p.capacity_bytes(k))])
+    print_table("shipped platforms", rows, ["name", "status", "GPUs", "SMs K", "R", "T_iss0(K, 32 KiB)", "Q(K)"])
     return 0

@@ -36,26 +36,25 @@ def _note(experiment: str) -> str:
     return f"no {experiment} records exist yet: nothing to compare (run xsim bench {experiment} first)"
 
 
-def _micro_html(rep, output: Path) -> tuple[list[str], str | None]:
-    from xsim.report import html, micro_traces
-    from xsim.report.micro_figures import figures
+def _write_html(title: str, sections: list, output: Path) -> tuple[list[str], str | None]:
+    """One offline page, a section per experiment (plotly.js inlined once), and a PNG per figure."""
+    from xsim.report import html
+    from xsim.report.page import Page
 
-    figs = figures(rep)
-    figs.update(micro_traces.figures(rep.platform))
-    s = rep.summary
-    rows = [[r.kind, r.producers, r.burst_bytes // 1024, r.gap_us, "al" if r.aligned else "fr",
-             "held-out" if r.heldout else "train", r.measured["issue_mean"], r.measured["issue_median"],
-             r.measured["issue_p90"], r.predicted["mode-aware"]["issue_us"],
-             r.predicted.get("des", {}).get("issue_us", float("nan")), r.measured["period_mean"],
-             r.predicted["mode-aware"].get("period_us", float("nan")),
-             r.predicted.get("des", {}).get("period_us", float("nan"))] for r in rep.rows]
-    header = ["kind", "K", "B KiB", "G us", "mode", "split", "issue mean", "median", "p90", "pred (mode-aware)",
-              "pred (DES)", "period mean", "pred (mode-aware)", "pred (DES)"]
-    sections = [("summary (errors in percent, held-out points)", html.json_block(s)),
-                ("platform", html.json_block({k: v for k, v in rep.platform.to_dict().items() if k != "provenance"})),
-                ("every point", html.table(header, rows))]
-    output.write_text(html.page(f"X-Stage micro: predicted vs measured on {rep.platform.name}", sections, figs))
-    return html.write_pngs(figs, output.parent, output.stem)
+    page = Page(title, sections)
+    page.write(output)
+    return html.write_pngs(page.figures, output.parent, output.stem)
+
+
+def _page_title(rs, experiments, platform_name: str) -> str:
+    """Experiments, platform, link and the records' dates: what the page is about, in one line."""
+    from xsim.report.micro_page import dates_text
+
+    times = sorted(str(r.data["time_utc"]) for r in rs.records if r.data.get("time_utc"))
+    when = f", records {dates_text(times[0], times[-1])}" if times else ""
+    link = (rs.platform or {}).get("link")
+    return f"X-Stage {', '.join(experiments)}: predicted vs measured on {platform_name}" + \
+        (f" ({link})" if link else "") + when
 
 
 def _trace_tails(platform):
@@ -66,47 +65,55 @@ def _trace_tails(platform):
     return load_trace_tails(shipped_traces_dir(platform.name))
 
 
-def _table(summary: dict) -> None:
-    rows = [(k, summary.get(k)) for k in HEADLINE_KEYS + ("headline_model", "mechanism", "des_engine")]
-    for model, errors in summary["heldout_errors_percent"].items():
-        for mode in ("aligned", "free_running"):
-            e = errors[mode]
-            rows.append((f"held-out {model} {mode}",
-                         f'period {e["period_mape"]:.3g}%, mean issue {e["issue_mean_mape"]:.3g}%, p90 issue '
-                         f'{e["issue_p90_mape"]:.3g}% (n={e["n_points"]}), max issue {e["issue_max_mape"]:.3g}% '
-                         f'(n={e["n_max_points"]})'))
-    print_table(f"micro: predicted vs measured on {summary['platform']}", rows)
+def _table(rep) -> None:
+    from xsim.report.micro_page import headline
+
+    rows = [(h.quantity, h.value) for h in headline(rep)]
+    s = rep.summary
+    rows += [("mechanism, DES engine", f"{s['mechanism']}, {s['des_engine'] or 'off'}"),
+             ("points (held-out)", f"{s['n_points']} ({s['n_heldout']})")]
+    print_table(f"micro: predicted vs measured on {s['platform']}", rows)
 
 
 def run(args) -> int:
     from calibration.records import RecordError
 
+    if args.experiment == "fa-a2a":
+        from xsim.commands import report_fa_a2a
+
+        return report_fa_a2a.run(args)
     platform = platform_from_args(args)
     rs = _records(args, platform)
     wanted = EXPERIMENTS if args.experiment == "all" else (args.experiment,)
     present = set(rs.experiments)
     if args.experiment != "all" and args.experiment not in present:
         raise RecordError(_note(args.experiment))
+    from xsim.report.page import Section
+
     document: dict = {"experiments": {}}
-    notes = []
+    notes, sections = [], []
     for experiment in wanted:
         if experiment not in present or experiment != "micro":
             note = _note(experiment) if experiment not in present else f"no report for {experiment} yet"
             document["experiments"][experiment] = {"note": note}
             notes.append(note)
+            sections.append(Section(title=experiment, notes=[note]))
             continue
-        from xsim.report import micro
+        from xsim.report import micro, micro_page
 
         rep = micro.build(rs, platform, des=not args.no_des, trace_tails=_trace_tails(platform))
         document["experiments"]["micro"] = rep.summary
         document.update({k: rep.summary[k] for k in HEADLINE_KEYS})
         if args.output:
-            pngs, skipped = _micro_html(rep, Path(args.output))
-            document["html"], document["png"] = args.output, pngs
-            if skipped:
-                notes.append(skipped)
+            sections.append(micro_page.section(rep))
         if not args.json:
-            _table(rep.summary)
+            _table(rep)
+    if args.output:
+        title = _page_title(rs, wanted, platform.name)
+        pngs, skipped = _write_html(title, sections, Path(args.output))
+        document["html"], document["png"] = args.output, pngs
+        if skipped:
+            notes.append(skipped)
     document["notes"] = notes
     if args.json:
         print_json(document)

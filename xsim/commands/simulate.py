@@ -15,7 +15,7 @@ def add_parser(sub):
     p.add_argument("scenario", help="shipped scenario name or TOML file")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario parameter")
     p.add_argument("--engine", choices=ENGINES, default="simpy", help="simpy (reference) or fast (numba)")
-    p.add_argument("--out", type=Path, metavar="DIR", help="write tiles.csv, qtrace.csv, summary.json and plots")
+    p.add_argument("--out", type=Path, metavar="DIR", help="write index.html (summary and plots, offline), tiles.csv, qtrace.csv, summary.json")
     add_platform_options(p)
     add_json_option(p)
     return p
@@ -34,21 +34,22 @@ def run(args) -> int:
     if args.json:
         print_json(document)
         return 0
-    rows = []
-    for key, value in summary.items():
-        if isinstance(value, dict):
-            rows.append([key, value["mean"], value["median"], value["p10"], value["p90"], value["n"]])
-        else:
-            rows.append([key, value, "", "", "", ""])
-    print_table(f"{scenario.name} on {platform.name} ({args.engine} engine)", rows,
+    from xsim.report.sim_page import summary_rows
+    from xsim.units import human_key
+
+    print_table(f"{scenario.name} on {platform.name} ({args.engine} engine)", summary_rows(summary),
                 ["quantity", "mean", "median", "p10", "p90", "n"])
-    print_table("closed form", list(document["closed_form"].items()))
+    print_table("closed form", [(k, human_key(k, v)) for k, v in document["closed_form"].items()])
+    if args.out:
+        print(f"wrote {args.out / 'index.html'} (open it offline), tiles.csv, qtrace.csv, summary.json")
     return 0
 
 
 def write_outputs(out: Path, result, document: dict) -> None:
     from xsim.commands.common import _clean
     from xsim.plots import busy_figure, qtrace_figure, timeline_figure
+    from xsim.report import sim_page
+    from xsim.report.page import Page
 
     out.mkdir(parents=True, exist_ok=True)
     result.write_csv(out / "tiles.csv")
@@ -58,7 +59,8 @@ def write_outputs(out: Path, result, document: dict) -> None:
             for t, q in zip(*trace):
                 fh.write(f"{gpu},{t:.9g},{q:.9g}\n")
     (out / "summary.json").write_text(json.dumps(_clean(document), indent=2) + "\n")
-    qtrace_figure(result).write_html(out / "qtrace.html", include_plotlyjs="cdn")
-    timeline_figure(result).write_html(out / "timeline.html", include_plotlyjs="cdn")
     bin_us = max(result.makespan_us / 400, 1e-3)
-    busy_figure(result, bin_us).write_html(out / "busy.html", include_plotlyjs="cdn")
+    figures = {"timeline": timeline_figure(result), "qtrace": qtrace_figure(result), "busy": busy_figure(result, bin_us)}
+    page = Page(f"X-Stage simulation: {document['scenario']} on {document['platform']}",
+                [sim_page.section(_clean(document), figures)])
+    page.write(out / "index.html", plotlyjs="directory")  # plotly.min.js beside it: opens offline

@@ -11,6 +11,7 @@ from xsim.des import ENGINES
 from xsim.params import ParamError
 from xsim.scenario import load_scenario
 from xsim.sweep import ROWS_CSV, ROWS_JSONL, finished_rows, parse_axis, plan, point_id, run_sweep
+from xsim.units import human_key
 
 
 def add_parser(sub):
@@ -40,6 +41,15 @@ def _progress(total: int, done: int):
     task = progress.add_task("sweep", total=total, completed=done)
     progress.start()
     return (lambda row: progress.advance(task)), progress.stop
+
+
+def _human(key: str, value) -> str:
+    """Axis values in the unit their key carries (``gap_us: 0 µs, 1 µs, ...``), the rest as they are."""
+    if isinstance(value, dict):
+        return "; ".join(f"{k}: " + ", ".join(human_key(k, v) for v in vs) for k, vs in value.items())
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    return human_key(key, value)
 
 
 def run(args) -> int:
@@ -76,6 +86,6 @@ def run(args) -> int:
     if args.json:
         print_json(document)
     else:
-        print_table(f"sweep of {scenario.name} on {platform.name}", [(k, v) for k, v in document.items()])
+        print_table(f"sweep of {scenario.name} on {platform.name}", [(k, _human(k, v)) for k, v in document.items()])
     sys.stderr.flush()
     return 0

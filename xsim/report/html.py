@@ -1,4 +1,7 @@
-"""Write a report: one self-contained HTML file (plotly.js inlined once) and a PNG per panel.
+"""PNG export of report figures, and the older flat page (:func:`page`).
+
+Reports are laid out with :mod:`xsim.report.page` (headline, captioned figures, folded
+details); :func:`page` stays for callers not yet moved onto it (self-contained, plotly.js once).
 
 PNG export needs a renderer: plotly's own ``write_image`` (kaleido >= 1 with Chrome), else
 kaleido 0.2's bundled Chromium through its scope API with plotly's own plotly.js; without
@@ -25,7 +28,7 @@ def page(title: str, sections: list[tuple[str, str]], figures: dict[str, go.Figu
         parts.append(f"<h2>{html.escape(heading)}</h2>{body}")
     for i, (name, fig) in enumerate(figures.items()):
         parts.append(f"<h2>{html.escape(name)}</h2>")
-        parts.append(pio.to_html(fig, full_html=False, include_plotlyjs=(i == 0)))
+        parts.append(pio.to_html(fig, full_html=False, include_plotlyjs=(i == 0), config={"displaylogo": False}))
     parts.append("</body></html>")
     return "\n".join(parts)
 

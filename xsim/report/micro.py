@@ -84,8 +84,8 @@ def _des(row: Row, record, platform: Platform, engine: str) -> dict | None:
 def _tail_mapes(rows: list[Row], model: str) -> dict:
     """p90 issue MAPE over the rows, max-over-CTA issue MAPE over their aligned rows with a measured max.
 
-    A model that predicts one number per point (the closed forms) predicts it for every statistic."""
-    pred = lambda r, key: r.predicted[model].get(key, r.predicted[model]["issue_us"])  # noqa: E731
+    Only a model that predicts a distribution (the DES) has tails; NaN for the closed forms."""
+    pred = lambda r, key: r.predicted[model].get(key, np.nan)  # noqa: E731
     tails = [r for r in rows if r.aligned and np.isfinite(r.measured.get("issue_max", np.nan))]
     return {"issue_p90_mape": mape_percent([pred(r, "issue_p90_us") for r in rows],
                                            [r.measured["issue_p90"] for r in rows]),
@@ -135,6 +135,12 @@ def _ce_ratio(rs: RecordSet, platform: Platform) -> float | None:
     if not drains or not ce:
         return None
     return max(drains.values()) / max(ce)
+
+
+def _time_range(records) -> list[str] | None:
+    """First and last ``time_utc`` of the records (None when they carry none)."""
+    times = sorted(str(r.data["time_utc"]) for r in records if r.data.get("time_utc"))
+    return [times[0], times[-1]] if times else None
 
 
 def heldout_errors(rs: RecordSet, platform: Platform, trace_tails: dict | None = None,
@@ -197,5 +203,7 @@ def build(rs: RecordSet, platform: Platform, des: bool = True, engine: str | Non
         "des_engine": engine,
         "des_points": sum("des" in r.predicted for r in rows),
         "des_timed_out": skipped,
+        "link": (rs.platform or {}).get("link"),
+        "records_time_utc": _time_range(recs),
     }
     return MicroReport(platform, mech, rows, engine, skipped, summary)

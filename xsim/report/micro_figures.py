@@ -59,7 +59,7 @@ def fig_a_issue_vs_gap(rep: MicroReport) -> go.Figure:
         for model in ("mode-aware", "des", "fluid"):
             _line(fig, rows, gap, model, "issue_us", f"{model} ({name})", color)
     return _layout(fig, f"(a) issue time vs gap, K={REFERENCE_PRODUCERS}, B={REFERENCE_BURST_BYTES // 1024} KiB",
-                   "gap G (us)", "issue time per producer (us)")
+                   "gap G (µs)", "issue time per producer (µs)")
 
 
 def fig_b_period_vs_gap(rep: MicroReport) -> go.Figure:
@@ -72,7 +72,7 @@ def fig_b_period_vs_gap(rep: MicroReport) -> go.Figure:
         name, _, color = MODE[aligned]
         for model in ("mode-aware", "des", "fluid"):
             _line(fig, rows, gap, model, "period_us", f"{model} ({name})", color)
-    return _layout(fig, "(b) period vs gap: max(T_iss0 + G_eff, V/R)", "gap G (us)", "period (us)")
+    return _layout(fig, "(b) period vs gap: max(T_iss0 + G_eff, V/R)", "gap G (µs)", "period (µs)")
 
 
 def fig_c_isolated_vs_volume(rep: MicroReport) -> go.Figure:
@@ -92,7 +92,7 @@ def fig_c_isolated_vs_volume(rep: MicroReport) -> go.Figure:
         q = rep.platform.capacity_bytes(k) / MIB
         fig.add_vline(x=q, line=dict(color=color, dash="dot", width=1))
     return _layout(fig, "(c) isolated burst: issue vs volume, knee at Q(K) (dotted)", "burst volume V (MiB)",
-                   "issue time (us)", log=True)
+                   "issue time (µs)", log=True)
 
 
 def fig_d_period_vs_volume(rep: MicroReport) -> go.Figure:
@@ -110,7 +110,7 @@ def fig_d_period_vs_volume(rep: MicroReport) -> go.Figure:
     fig.add_trace(go.Scatter(x=[x / MIB for x in v], y=[drain_time_us(x, r_gbps) for x in v], mode="lines",
                              name=f"V/R, R = {r_gbps:.1f} GB/s", line=dict(color="black")))
     return _layout(fig, "(d) zero-gap period vs volume across K x B splits", "burst volume V (MiB)",
-                   "period (us)", log=True)
+                   "period (µs)", log=True)
 
 
 PANELS = {"a_issue_vs_gap": fig_a_issue_vs_gap, "b_period_vs_gap": fig_b_period_vs_gap,

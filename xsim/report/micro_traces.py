@@ -66,10 +66,10 @@ def fig_e_unfair_service(traces: dict, platform: Platform) -> go.Figure | None:
     fluid = max(platform.t_iss0_us(k, b), drain_time_us(k * b - platform.capacity_bytes(k), platform.drain_rate_gbps))
     order = np.argsort(issue)
     fig = go.Figure(go.Bar(x=list(range(k)), y=issue[order], name="per-producer mean issue (sorted)"))
-    fig.add_hline(y=fluid, line=dict(color="black"), annotation_text=f"fluid (V-Q)/R = {fluid:.2f} us")
-    fig.add_hline(y=span, line=dict(color="red", dash="dash"), annotation_text=f"burst span = {span:.2f} us")
+    fig.add_hline(y=fluid, line=dict(color="black"), annotation_text=f"fluid (V-Q)/R = {fluid:.2f} µs")
+    fig.add_hline(y=span, line=dict(color="red", dash="dash"), annotation_text=f"burst span = {span:.2f} µs")
     fig.update_layout(title="(e) unfair service: isolated aligned burst, K=132, B=32 KiB (V > Q)", template="plotly_white",
-                      xaxis_title="producer (sorted by issue time)", yaxis_title="issue time (us)", width=900, height=560)
+                      xaxis_title="producer (sorted by issue time)", yaxis_title="issue time (µs)", width=900, height=560)
     return fig
 
 
@@ -81,10 +81,10 @@ def fig_f_phase_drift(traces: dict) -> go.Figure | None:
     for name, trace in sorted(found, key=lambda nt: (nt[1]["meta"]["aligned"], nt[1]["meta"]["gap_us"])):
         m = trace["meta"]
         fig.add_trace(go.Scatter(y=start_spread(trace), mode="lines",
-                                 name=f"G={m['gap_us']:g} us, {'aligned' if m['aligned'] else 'free-running'}",
+                                 name=f"G={m['gap_us']:g} µs, {'aligned' if m['aligned'] else 'free-running'}",
                                  line=dict(dash="solid" if not m["aligned"] else "dot")))
     fig.update_layout(title="(f) phase drift: spread of burst start times across producers (K=132, 32 KiB)",
-                      template="plotly_white", xaxis_title="burst index", yaxis_title="std of start time (us)",
+                      template="plotly_white", xaxis_title="burst index", yaxis_title="std of start time (µs)",
                       yaxis_type="log", width=900, height=560)
     return fig
 

@@ -1,0 +1,297 @@
+"""Runner: FlashAttention fused with the Ulysses post-attention A2A, one record per (variant, M).
+
+    python -m hwkernels.fa_bench --out RECORDS.jsonl --target host [--suite full|quick]
+    (xsim bench fa-a2a --target host --nproc 1 starts it through hwkernels.launch)
+
+On one GPU (target host) the rank is 0 of N virtual owners: owner 0's slice stays in local HBM,
+the N-1 others live in mapped pinned host memory and go over PCIe. Every variant of
+fa_variants.VARIANTS runs on the same shape; timing as the paper does: CUDA events over a
+CUDA-graph replay of `slots` back-to-back launches (launch i into ring slot i, fresh
+addresses), one synchronization after the replay, per-launch time kept; poison before and a
+receiver-side check after every run (harness.measure), warm-up runs checked and dropped.
+fused, cc and fa-only also run once instrumented per trial (per-tile store span, Q-loop time).
+Records: experiment "fa-a2a", FA_CONTRACT.md. A short table is printed last.
+"""
+
+import argparse
+import math
+import os
+import sys
+
+import numpy as np
+
+from . import fa, fa_layout, records
+from .fa import FAShape
+from .fa_variants import INSTRUMENTED, VARIANTS, Case, KernelConfig, record_kind
+
+SUITES = {"full": (1024, 4096, 16384, 65536, 2048, 8192, 32768, 3072, 6144, 12288),
+          "quick": (1024, 4096, 16384)}
+RING_BYTES = 240 * 2**20            # fresh host addresses: a line is rewritten after >= 4x L2
+MAX_SLOTS = 32
+TARGET_RUN_US = 4000.0              # a graph replay long enough for event timing
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(prog="hwkernels.fa_bench", description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True, help="records file (JSONL), appended to")
+    ap.add_argument("--target", choices=("host", "peer"), default="host")
+    ap.add_argument("--suite", choices=sorted(SUITES), default="full")
+    ap.add_argument("--seq-lens", default="", help="comma-separated M values (default: suite)")
+    ap.add_argument("--heads", type=int, default=32)
+    ap.add_argument("--sp", type=int, default=4, help="Ulysses SP N (virtual owners on one GPU)")
+    ap.add_argument("--head-dim", type=int, default=128)
+    ap.add_argument("--tokens", type=int, default=4096,
+                    help="batch = max(1, tokens // M) so short sequences still fill the GPU")
+    ap.add_argument("--block-m", type=int, default=128)
+    ap.add_argument("--block-n", type=int, default=128)
+    ap.add_argument("--num-warps", type=int, default=8)
+    ap.add_argument("--num-stages", type=int, default=3)
+    ap.add_argument("--tma", action="store_true", help="K/V through tensor descriptors")
+    ap.add_argument("--config", default="",
+                    help="JSON file whose 'best' is [block_m, block_n, num_warps, num_stages, "
+                         "tma] (fa_tune's output); overrides those five options")
+    ap.add_argument("--programs", type=int, default=0, help="persistent CTAs (0: SM count)")
+    ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--table-from", default="", metavar="RECORDS.jsonl",
+                    help="print the tables of an existing records file and exit (no GPU)")
+    return ap.parse_args(argv)
+
+
+def shapes(args) -> list[FAShape]:
+    ms = [int(m) for m in args.seq_lens.split(",") if m] or list(SUITES[args.suite])
+    return [FAShape(batch=max(1, args.tokens // m), heads=args.heads, seq_len=m,
+                    head_dim=args.head_dim, sp=args.sp, block_m=args.block_m,
+                    block_n=args.block_n) for m in ms]
+
+
+def _host_view(nbytes: int, device):
+    from .destination import host_buffer
+
+    return host_buffer(nbytes, device)
+
+
+def slots_for(shape: FAShape) -> int:
+    """Ring slots so that >= RING_BYTES of remote stores separate two writes of one line."""
+    written = shape.out_bytes * (shape.sp - 1) // shape.sp
+    return max(1, min(MAX_SLOTS, math.ceil(RING_BYTES / written)))
+
+
+def host_bytes_for(shapes_: list[FAShape]) -> int:
+    return max(slots_for(s) * s.remote_bytes for s in shapes_)
+
+
+def measure_variant(case: Case, variant: str, repeats: int, instrument: bool = True):
+    """harness.measure over graph replays of one variant: (Measurement, replays, graphed)."""
+    import torch
+
+    from .harness import capture_graph, graph_replay_us, measure
+
+    ring = case.ring(variant)
+    try:
+        graph = capture_graph(ring)
+    except RuntimeError:              # not capturable (e.g. a library kernel): eager ring
+        graph = None
+    torch.cuda.synchronize()
+    est_us = graph_replay_us(ring, 1, graph=graph) if graph else _eager_us(ring)
+    replays = max(1, int(TARGET_RUN_US // max(est_us, 1.0)))
+
+    def run():
+        t = (graph_replay_us(ring, replays, graph=graph) if graph else _eager_us(ring, replays))
+        result = {"kernel_us": t / case.slots}
+        if instrument and variant in INSTRUMENTED:
+            case.stamps.zero_()
+            case.enqueue(variant, 0, instrument=True)
+            torch.cuda.synchronize()
+            result.update({k: v for k, v in case.tile_times().items() if k != "gap_us"})
+        return result
+
+    m = measure(run, repeats=repeats, warmup=1, poison=lambda: case.poison(variant),
+                check=lambda _r: case.check(variant), flush_l2=True)
+    return m, replays, graph is not None
+
+
+def _eager_us(fn, reps: int = 1) -> float:
+    import torch
+
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    fn()
+    start.record()
+    for _ in range(reps):
+        fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) * 1e3 / reps
+
+
+def params_of(case: Case, variant: str, replays: int, graph: bool, target: str) -> dict:
+    s, c = case.shape, case.cfg
+    p = {"seq_len": s.seq_len, "batch": s.batch, "heads": s.heads, "heads_local": s.heads_local,
+         "head_dim": s.head_dim, "block_m": s.block_m, "block_n": s.block_n, "sp": s.sp,
+         "destination": target, "dtype": s.dtype,
+         "producers": min(case.programs, s.n_tiles), "n_tiles": s.n_tiles,
+         "tiles_per_cta": s.n_tiles / min(case.programs, s.n_tiles),
+         "tile_bytes": fa_layout.tile_bytes(s.block_m, s.head_dim),
+         "remote_bytes": s.remote_bytes, "out_bytes": s.out_bytes, "ring_slots": case.slots,
+         "replays": replays, "graph": graph, "num_warps": c.num_warps,
+         "num_stages": c.num_stages, "tma": c.tma, "variant": variant}
+    if variant.startswith("cc-"):
+        p["fence"] = variant[3:]
+    return p
+
+
+def _platform(sm_clock_mhz: float, target: str) -> dict:
+    from .platform_info import platform
+
+    return platform(1, sm_clock_mhz, 0, destination=target)
+
+
+def smi_clock_mhz() -> float:
+    """The SM clock nvidia-smi reports now (0 if it cannot be read)."""
+    from .platform_info import _smi
+
+    text = _smi("--id=0", "--query-gpu=clocks.sm", "--format=csv,noheader,nounits").strip()
+    return float(text) if text.replace(".", "", 1).isdigit() else 0.0
+
+
+def table(rows: list[dict]) -> str:
+    """The short summary: one line per M (times in microseconds, medians)."""
+    head = ("M", "T_FA", "T_A2A", "T_A2A_ce", "T_serial", "T_fused", "T_cc_asm", "T_cc_atom",
+            "E_res", "H", "speedup", "FA/cuDNN")
+    lines = ["  ".join(f"{h:>9}" for h in head)]
+    for r in rows:
+        t = r["t"]
+        fa_us, ser, fus = t.get("fa-only"), t.get("serial"), t.get("fused")
+        e_res = fus - fa_us if fa_us and fus else math.nan
+        hide = 1 - e_res / (ser - fa_us) if fa_us and ser and fus and ser > fa_us else math.nan
+        vals = [r["M"], fa_us, t.get("a2a-store"), t.get("a2a-ce"), ser, fus, t.get("cc-asm"),
+                t.get("cc-atomic"), e_res, hide, ser / fus if ser and fus else math.nan,
+                t["sdpa-cudnn"] / fa_us if fa_us and t.get("sdpa-cudnn") else math.nan]
+        lines.append("  ".join(f"{v:>9.1f}" if isinstance(v, float) and i < 9 else
+                               (f"{v:>9.3f}" if isinstance(v, float) else f"{v!s:>9}")
+                               for i, v in enumerate(v if v is not None else math.nan
+                                                     for v in vals)))
+    return "\n".join(lines)
+
+
+def rows_from_records(path) -> tuple[list[dict], list[tuple]]:
+    """(summary rows, per-tile rows) from a records file, for `table` and `tile_table`."""
+    import json
+
+    by_m: dict = {}
+    for line in open(path):
+        if not line.strip():
+            continue
+        r = json.loads(line)
+        if r.get("experiment") != "fa-a2a" or not r["check"]["ok"]:
+            continue
+        p = r["params"]
+        by_m.setdefault(p["seq_len"], {})[p.get("variant", r["kind"])] = r["stats"]
+    rows = [{"M": m, "t": {v: st["kernel_us"]["median"] for v, st in d.items()}}
+            for m, d in sorted(by_m.items())]
+
+    def q(d, v, k, key="median"):
+        return d.get(v, {}).get(k, {}).get(key, math.nan)
+    tiles = [(m, q(d, "fa-only", "qloop_us"), q(d, "fused", "qloop_us"), q(d, "cc-asm", "qloop_us"),
+              q(d, "fa-only", "issue_span_us"), q(d, "fused", "issue_span_us"),
+              q(d, "fused", "issue_span_us", "p90"), q(d, "fused", "issue_span_us", "max"),
+              q(d, "cc-asm", "issue_span_us"), q(d, "cc-atomic", "issue_span_us"))
+             for m, d in sorted(by_m.items())]
+    return rows, tiles
+
+
+def tile_table(tiles: list[tuple]) -> str:
+    head = ("M", "qloop_FA", "qloop_fus", "qloop_cc", "span_FA", "span_fus", "fus_p90",
+            "fus_max", "span_ccA", "span_ccR")
+    lines = ["  ".join(f"{h:>9}" for h in head)]
+    lines += ["  ".join(f"{v:>9}" if i == 0 else f"{v:>9.2f}" for i, v in enumerate(t)) for t in tiles]
+    return "\n".join(lines)
+
+
+def fit_qloop(points: list[tuple[int, float]], block_n: int) -> tuple[float, float] | None:
+    """Least-squares G_Qloop = fixed + sigma * M / b_n over (M, median Q-loop us) points."""
+    if len(points) < 2:
+        return None
+    x = np.array([m / block_n for m, _ in points])
+    y = np.array([q for _, q in points])
+    sigma, fixed = np.polyfit(x, y, 1)
+    return float(sigma), float(fixed)
+
+
+def main(argv=None) -> int:
+    import torch
+
+    args = parse_args(argv)
+    if args.table_from:
+        rows, tiles = rows_from_records(args.table_from)
+        print(table(rows))
+        print(tile_table(tiles))
+        return 0
+    if args.config:
+        import json
+
+        with open(args.config) as f:
+            args.block_m, args.block_n, args.num_warps, args.num_stages, args.tma = json.load(f)["best"]
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if args.target == "peer" or world != 1:
+        print("fa_bench: only --target host with one process is implemented (rank 0 of N "
+              "virtual owners on one GPU); use --target host --nproc 1", file=sys.stderr)
+        return 2
+    try:
+        cases = shapes(args)
+        cfg = KernelConfig(args.num_warps, args.num_stages, args.tma)
+    except ValueError as exc:
+        print(f"fa_bench: {exc}", file=sys.stderr)
+        return 2
+    variants = [v for v in args.variants.split(",") if v]
+    dev = torch.device("cuda", 0)
+    programs = args.programs or torch.cuda.get_device_properties(0).multi_processor_count
+    host = _host_view(host_bytes_for(cases), dev)
+    commit = os.environ.get("XSTAGE_COMMIT", "unknown")
+    dirty_env = os.environ.get("XSTAGE_DIRTY")
+    dirty = None if dirty_env is None else dirty_env not in ("0", "false", "False", "")
+    rows, qloops, all_ok = [], [], True
+    for shape in cases:
+        case = Case(shape, cfg, host.cuda, slots_for(shape), programs)
+        row = {"M": shape.seq_len, "t": {}}
+        stamp_mhz = 0.0
+        for variant in variants:
+            try:
+                m, replays, graph = measure_variant(case, variant, args.repeats)
+            except Exception as exc:  # noqa: BLE001 - say which variant failed, go on
+                print(f"M={shape.seq_len} {variant}: FAILED {type(exc).__name__}: "
+                      f"{str(exc)[:300]}", flush=True)
+                all_ok = False
+                continue
+            st = m.stats_dicts()
+            if m.ok and "clock_mhz" in m.samples:
+                stamp_mhz = float(np.median(m.samples["clock_mhz"]))
+            mhz = stamp_mhz or smi_clock_mhz()
+            if st is not None:
+                st.pop("clock_mhz", None)
+            params = params_of(case, variant, replays, graph, args.target)
+            params["smi_sm_clock_mhz"] = smi_clock_mhz()
+            rec = records.make_record("fa-a2a", record_kind(variant), params, st,
+                                      m.check_dict(), _platform(mhz, args.target), commit, dirty)
+            records.append_record(args.out, rec)
+            all_ok &= m.ok
+            if m.ok:
+                row["t"][variant] = st["kernel_us"]["median"]
+                if variant == "fa-only":
+                    qloops.append((shape.seq_len, st["qloop_us"]["median"]))
+            print(f"M={shape.seq_len} {variant}: ok={m.ok} err={m.max_abs_err:.3g} "
+                  f"t={row['t'].get(variant, float('nan')):.1f} us clock={mhz:.0f} MHz",
+                  flush=True)
+        rows.append(row)
+        del case
+        torch.cuda.empty_cache()
+    rows.sort(key=lambda r: r["M"])
+    fit = fit_qloop(qloops, args.block_n)
+    if fit:
+        print(f"Q-loop fit: sigma = {fit[0]:.3f} us per KV tile, fixed = {fit[1]:.2f} us")
+    print(table(rows))
+    return 0 if all_ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

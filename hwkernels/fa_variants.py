@@ -1,0 +1,187 @@
+"""The FA + A2A variants on one shape: buffers, one enqueue function per variant, checks.
+
+    case = Case(shape, KernelConfig(), host_bytes_view, programs=132)
+    enqueue = case.enqueue("fused", slot=0)      # launches once on the current stream, no sync
+    ok, err = case.check("fused")                # receiver side, every ring slot
+
+Variants (FA_CONTRACT.md kinds): "fa-only" (output stays local), "a2a-store" (our store
+kernel moves the reference output into the owners' buffers), "a2a-ce" (the copy engine moves
+it), "serial" (fa-only then a2a-store), "fused", "cc-asm" / "cc-atomic" (completion-coupled,
+fence.sc.sys or a release atomic at system scope after each tile), "sdpa-cudnn" (torch's cuDNN
+SDPA, local output). Remote stores go to `slots` ring slots of the other owners' buffers (fresh
+addresses, see hwkernels.destination): launch i of a graph writes slot i % slots.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import fa
+from .fa import FAShape, OwnerBuffers
+
+VARIANTS = ("fa-only", "a2a-store", "a2a-ce", "serial", "fused", "cc-asm", "cc-atomic",
+            "sdpa-cudnn")
+REMOTE_VARIANTS = ("a2a-store", "a2a-ce", "serial", "fused", "cc-asm", "cc-atomic")
+INSTRUMENTED = ("fa-only", "fused", "cc-asm", "cc-atomic")
+
+
+def record_kind(variant: str) -> str:
+    """FA_CONTRACT.md kind of a variant ("cc-asm" and "cc-atomic" are both kind "cc")."""
+    return "cc" if variant.startswith("cc-") else variant
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    num_warps: int = 8
+    num_stages: int = 3
+    tma: bool = False
+    a2a_warps: int = 4
+
+    def __post_init__(self):
+        if self.num_warps not in (1, 2, 4, 8, 16):
+            raise ValueError(f'"num_warps" must be a power of two <= 16, got {self.num_warps}.')
+        if self.num_stages < 1:
+            raise ValueError(f'"num_stages" must be >= 1, got {self.num_stages}.')
+
+
+def tile_times(stamps: np.ndarray, programs: int) -> dict:
+    """Per-tile times from the kernel's stamps (int64 [n_tiles, 6], see fa_kernels.py).
+
+    Spans use %clock64 (cycle resolution) at each program's SM clock, measured from
+    %globaltimer over the program's whole run. Returns microsecond arrays "issue_span_us"
+    (Q-loop end .. stores issued), "qloop_us" (tile start .. Q-loop end), "gap_us" (stores
+    issued .. next tile's Q-loop end, the drain window G_Qloop), and "clock_mhz" per program.
+    """
+    st = np.asarray(stamps, dtype=np.int64)
+    issue, qloop, gaps, mhz = [], [], [], []
+    for p in range(min(programs, st.shape[0])):
+        rows = st[p::programs]
+        d_ns = float(rows[-1, 2] - rows[0, 0])
+        d_clk = float(rows[-1, 5] - rows[0, 3])
+        if d_ns <= 0 or d_clk <= 0:
+            raise ValueError(f"program {p}: stamps are not increasing")
+        ghz = d_clk / d_ns
+        mhz.append(ghz * 1e3)
+        issue.append((rows[:, 5] - rows[:, 4]) / ghz / 1e3)
+        qloop.append((rows[:, 4] - rows[:, 3]) / ghz / 1e3)
+        gaps.append((rows[1:, 4] - rows[:-1, 5]) / ghz / 1e3)
+    out = {"issue_span_us": np.concatenate(issue), "qloop_us": np.concatenate(qloop),
+           "clock_mhz": np.asarray(mhz)}
+    g = np.concatenate(gaps)
+    if g.size:
+        out["gap_us"] = g
+    return out
+
+
+class Case:
+    """Inputs, reference and receive buffers of one shape; enqueue and check every variant.
+
+    host_view: a uint8 CUDA tensor aliasing host memory (the `host` destination), at least
+    slots * shape.remote_bytes bytes; slot s holds [N-1, batch, M/N, H, d] at s*remote_bytes.
+    """
+
+    def __init__(self, shape: FAShape, cfg: KernelConfig, host_view, slots: int,
+                 programs: int, seed: int = 0):
+        import torch
+
+        if host_view.numel() < slots * shape.remote_bytes:
+            raise ValueError("host buffer smaller than slots * remote bytes")
+        self.shape, self.cfg, self.slots, self.programs = shape, cfg, slots, programs
+        dev = host_view.device
+        self.q, self.k, self.v = fa.generate_input(shape, seed, dev)
+        self.ref = fa.reference(self.q, self.k, self.v)
+        self.ref_bf16 = self.ref.to(torch.bfloat16).contiguous()
+        self.out = torch.empty(shape.qkv_shape, dtype=torch.bfloat16, device=dev)
+        self.local_owner = torch.empty(shape.owner_shape, dtype=torch.bfloat16, device=dev)
+        n = shape.remote_bytes
+        self.bufs = [OwnerBuffers(self.local_owner, host_view[s * n:(s + 1) * n]
+                                  .view(torch.bfloat16).view(shape.sp - 1, *shape.owner_shape))
+                     for s in range(slots)]
+        self.flags = torch.zeros(max(programs, 1), dtype=torch.int32, device=dev)
+        self.stamps = torch.zeros((shape.n_tiles, fa.STAMP_WORDS), dtype=torch.int64, device=dev)
+        self.sdpa_out = None
+        self._memcpy2d = None
+
+    # -- enqueue -----------------------------------------------------------------------------
+    def _fa(self, mode, slot=0, fence="atomic", stamps=None):
+        c = self.cfg
+        fa.launch_fa(self.q, self.k, self.v, self.shape, mode, out=self.out,
+                     bufs=self.bufs[slot], programs=self.programs, fence=fence,
+                     stamps=stamps, flags=self.flags, num_warps=c.num_warps,
+                     num_stages=c.num_stages, tma=c.tma)
+
+    def _a2a(self, src, slot):
+        fa.launch_a2a_store(src, self.bufs[slot], self.shape, self.programs, self.cfg.a2a_warps)
+
+    def _ce(self, slot):
+        import torch
+
+        if self._memcpy2d is None:
+            import cupy
+
+            rt = cupy.cuda.runtime
+
+            def memcpy2d(dst, dpitch, src, spitch, width, rows):
+                rt.memcpy2DAsync(dst, dpitch, src, spitch, width, rows, rt.memcpyDefault,
+                                 torch.cuda.current_stream().cuda_stream)
+            self._memcpy2d = memcpy2d
+        fa.a2a_copy_engine(self.ref_bf16, self.bufs[slot], self.shape, self._memcpy2d)
+
+    def _cudnn(self):
+        import torch
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            self.sdpa_out = torch.nn.functional.scaled_dot_product_attention(self.q, self.k, self.v)
+
+    def enqueue(self, variant: str, slot: int = 0, instrument: bool = False):
+        """Enqueue one launch of `variant` writing ring slot `slot` (no sync)."""
+        stamps = self.stamps if instrument else None
+        if variant == "fa-only":
+            self._fa(fa.MODE_LOCAL, stamps=stamps)
+        elif variant == "a2a-store":
+            self._a2a(self.ref_bf16, slot)
+        elif variant == "a2a-ce":
+            self._ce(slot)
+        elif variant == "serial":
+            self._fa(fa.MODE_LOCAL)
+            self._a2a(self.out, slot)
+        elif variant == "fused":
+            self._fa(fa.MODE_FUSED, slot, stamps=stamps)
+        elif variant in ("cc-asm", "cc-atomic"):
+            self._fa(fa.MODE_CC, slot, fence=variant[3:], stamps=stamps)
+        elif variant == "sdpa-cudnn":
+            self._cudnn()
+        else:
+            raise ValueError(f'"variant" must be one of {VARIANTS}, got {variant!r}.')
+
+    def ring(self, variant: str):
+        """A function enqueuing `slots` launches of `variant`, launch i into slot i."""
+        def run_ring():
+            for s in range(self.slots):
+                self.enqueue(variant, s)
+        return run_ring
+
+    # -- poison and check --------------------------------------------------------------------
+    def poison(self, variant: str) -> None:
+        fa.poison(self.out, self.local_owner)
+        if self.sdpa_out is not None:
+            fa.poison(self.sdpa_out)
+        if variant in REMOTE_VARIANTS:
+            for b in self.bufs:
+                fa.poison(b.remote)
+
+    def check(self, variant: str) -> tuple[bool, float]:
+        """Receiver side: the local output, or every owner's slice in every ring slot."""
+        if variant == "sdpa-cudnn":
+            return fa.check_local(self.sdpa_out, self.ref)
+        if variant not in REMOTE_VARIANTS:
+            return fa.check_local(self.out, self.ref)
+        worst, ok = 0.0, True
+        for b in self.bufs:
+            good, err = fa.check_owners(self.ref, b, self.shape)
+            ok, worst = ok and good, max(worst, err)
+        return ok, worst
+
+    def tile_times(self) -> dict:
+        return tile_times(self.stamps.cpu().numpy(), min(self.programs, self.shape.n_tiles))

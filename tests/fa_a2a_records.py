@@ -1,0 +1,77 @@
+"""TEST DATA ONLY: generated fa-a2a records in the FA_CONTRACT schema (never shipped).
+
+A made-up "truth" stands in for the GPU: per-tile Q-loop times from a known sigma and fixed
+part, an FA-only kernel time of waves x Q-loop plus a launch floor, fused and cc times from
+the fa_a2a DES of a given platform (plus ``extra_issue_us`` per remote tile that no model
+knows), serial = FA-only + our A2A store kernel (remote bytes / R), cuDNN at ``cudnn_ratio``
+of our time. Multiplicative noise ``noise`` per trial; seeded.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hwkernels.records import make_record
+from xsim.attention.shape import AttentionShape
+from xsim.builders import fa_a2a
+from xsim.des import simulate
+from xsim.params import resolve
+from xsim.stats import Stats
+from xsim.units import drain_time_us
+
+PLATFORM = {"gpu": "TEST-GPU (generated)", "gpu_count": 1, "sms": 16, "driver": "test", "sm_clock_mhz": 1980,
+            "destination": "host", "link": "test link"}
+
+
+def _stats(rng, value_us: float, noise: float, n: int = 20) -> dict:
+    return Stats.of(value_us * (1.0 + noise * rng.standard_normal(n))).to_dict()
+
+
+def _des_us(params: dict, platform) -> float:
+    result = simulate(fa_a2a.build(params, platform), engine="fast", trace=False)
+    return fa_a2a.summarize(result, params)["kernel_us"]["mean"]
+
+
+def generate(platform, seq_lens, *, heads=16, batch=1, sp=4, head_dim=128, producers=16, block_m=128, block_n=128,
+             sigma_us=0.5, fixed_us=3.0, launch_us=4.0, extra_issue_us=0.0, cudnn_ratio=0.9, noise=0.002,
+             seed=0, kinds=None) -> list[dict]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for m in seq_lens:
+        shape = AttentionShape(seq_len=m, batch=batch, heads=heads, sp=sp, head_dim=head_dim, block_m=block_m,
+                               block_n=block_n, producers=producers)
+        gap = fixed_us + sigma_us * shape.kv_tiles
+        base = dict(seq_len=m, batch=batch, heads=heads, sp=sp, head_dim=head_dim, block_m=block_m,
+                    block_n=block_n, producers=producers, destination="host")
+        des = {}
+        for variant in ("fused", "cc"):
+            params = resolve(fa_a2a.PARAMS, {**base, "variant": variant, "sigma_us_per_kv_tile": sigma_us,
+                                             "qloop_fixed_us": fixed_us}, "test")
+            des[variant] = _des_us(params, platform) - shape.waves * gap
+        t_fa = shape.waves * gap + launch_us
+        remote_waves = int((shape.wave_bytes() > 0).sum())
+        a2a = drain_time_us(float(shape.remote_bytes.sum()), platform.drain_rate_gbps) + launch_us
+        times = {"fa-only": t_fa, "sdpa-cudnn": t_fa * cudnn_ratio, "a2a-store": a2a, "a2a-ce": a2a * 1.1,
+                 "serial": t_fa + a2a, "fused": t_fa + des["fused"] + remote_waves * extra_issue_us,
+                 "cc": t_fa + des["cc"] + remote_waves * extra_issue_us}
+        params = {**base, "heads_local": shape.heads_local, "dtype": "bf16", "tiles_per_cta": shape.waves}
+        for kind, t in times.items():
+            if kinds is not None and kind not in kinds:
+                continue
+            stats = {"kernel_us": _stats(rng, t, noise)}
+            if kind == "fa-only":
+                stats["qloop_us"] = _stats(rng, gap, noise, n=shape.n_tiles)
+            if kind in ("fused", "cc"):
+                stats["issue_span_us"] = _stats(rng, platform.t_iss0_us(shape.programs, shape.tile_bytes)
+                                                + extra_issue_us, noise, n=shape.n_tiles)
+            out.append(make_record("fa-a2a", kind, params, stats, {"ok": True, "max_abs_err": 1e-3}, PLATFORM,
+                                   "test", False))
+    return out
+
+
+def write(records: list[dict], path) -> None:
+    import json
+
+    with open(path, "w") as fh:
+        for r in records:
+            fh.write(json.dumps(r) + "\n")

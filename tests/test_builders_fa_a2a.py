@@ -1,0 +1,127 @@
+"""The fa_a2a builder: the kernel's tile streams, the DES against the closed form in its regimes,
+the shipped scenarios through the CLI, and one-line errors."""
+
+import json
+
+import numpy as np
+import pytest
+
+from xsim.attention.shape import AttentionShape
+from xsim.builders import fa_a2a
+from xsim.cli import main
+from xsim.des import simulate
+from xsim.params import resolve
+from xsim.platform import CapacityModel, IssueModel, Platform
+
+
+def toy(rate_gbps=10.0, t0_us=1.0, capacity_bytes=56 * 32768):
+    return Platform(name="toy", drain_rate_gbps=rate_gbps, issue=IssueModel(t_fixed_us=t0_us),
+                    capacity=CapacityModel(max_bytes=capacity_bytes), sms=64, gpus=1)
+
+
+def params(**kw):
+    base = dict(seq_len=8192, batch=1, heads=16, sp=8, producers=64, sigma_us_per_kv_tile=0.2,
+                qloop_fixed_us=2.0, destination="host")
+    return resolve(fa_a2a.PARAMS, {**base, **kw}, "test")
+
+
+def run(p, platform, engine="simpy"):
+    return fa_a2a.summarize(simulate(fa_a2a.build(p, platform), engine=engine, trace=False), p)
+
+
+def test_streams_are_the_kernels_tiles_replayed():
+    p = params(replays=2, producers=12)
+    w = fa_a2a.build(p, toy())
+    s = AttentionShape(seq_len=8192, batch=1, heads=16, sp=8, head_dim=128, producers=12)
+    assert w.n_producers == 12 and w.n_tiles == 2 * s.n_tiles and w.staging_depth == 0
+    assert w.bytes.sum() == 2 * s.remote_bytes.sum()
+    for pid in (0, 5, 11):
+        tiles = s.program_tiles(pid)
+        got = w.bytes[w.offsets[pid]:w.offsets[pid + 1]]
+        assert np.array_equal(got, np.tile(s.remote_bytes[tiles], 2))
+    assert np.all(w.mainloop_us == 2.0 + 0.2 * 64)
+    # one kernel boundary: every CTA's last tile of replay 0 signals, every first tile of replay 1 waits for all 12
+    assert (w.signal_counter == 0).sum() == 12 and (w.wait_counter == 0).sum() == 12 and set(w.wait_value) <= {0, 12}
+    assert fa_a2a.build(params(variant="fa-only"), toy()).bytes.sum() == 0
+    cc = fa_a2a.build(params(variant="cc", t_lat_us=0.5), toy())
+    assert cc.coupling == "completion-coupled" and np.all(cc.epilogue_us[cc.bytes > 0] == 0.5)
+
+
+def test_fa_only_is_waves_times_the_qloop():
+    p = params(variant="fa-only", seq_len=4096, producers=20)
+    s = run(p, toy())
+    assert s["kernel_us"]["mean"] == pytest.approx(s["t_fa_model_us"], rel=1e-12)
+    assert s["t_fa_model_us"] == fa_a2a.predict(p, toy())["t_fa_model_us"] == 4 * (2.0 + 0.2 * 32)
+
+
+@pytest.mark.parametrize("seq_len, capacity, sigma, regime", [
+    (32768, 256 * 32768, 3.0, "gap"),        # G = 770 us > G* = 733 us: the issue floor only
+    (8192, 56 * 32768, 0.2, "rate"),         # eq. 18: V_w/R - G - T_iss0 per wave
+    (16384, 28 * 32768, 2.0, "capacity"),    # a CTA's share Q/K is below its tile: (V_w - Q_w)/R
+])
+def test_des_equals_closed_form_on_uniform_waves(seq_len, capacity, sigma, regime):
+    """Each wave one head (K = M / b_m, 7/8 of its tiles remote), equal arbitration: the DES's
+    steady replay is the closed form's T_FA + E_issue + E_drain, and T_FA + E_cc for cc."""
+    plat = toy(capacity_bytes=capacity)
+    k = seq_len // 128
+    v_w, q_w = 7 / 8 * k * 32768, capacity * 7 / 8
+    for variant in ("fused", "cc"):
+        p = params(variant=variant, seq_len=seq_len, producers=k, sigma_us_per_kv_tile=sigma)
+        des, cf = run(p, plat, engine="fast"), fa_a2a.predict(p, plat)
+        rate_term, cap_term = (v_w / 1e4 - cf["g_qloop_us"]), (v_w - q_w) / 1e4
+        assert (cf["e_drain_us"] == 0) == (regime == "gap")
+        assert (cap_term > max(rate_term, 1.0)) == (regime == "capacity")
+        want = cf["e_issue_us"] + cf["e_drain_us"] if variant == "fused" else cf["e_cc_us"]
+        assert des["e_res_us"] == pytest.approx(want, rel=1e-6), (regime, variant)
+        assert des["kernel_us"]["mean"] == pytest.approx(cf["kernel_us"], rel=1e-6)
+
+
+def test_gap_above_threshold_leaves_only_issue_in_both_models():
+    p = params(seq_len=32768, producers=64, sigma_us_per_kv_tile=1.0)  # G = 258 us > G* = 208.7 us
+    plat = toy(capacity_bytes=64 * 32768)
+    cf = fa_a2a.predict(p, plat)
+    assert cf["e_drain_us"] == 0.0 and cf["g_qloop_us"] > cf["g_star_us"]
+    assert run(p, plat, engine="fast")["e_res_us"] == pytest.approx(cf["e_issue_us"], rel=1e-9)
+
+
+def test_engines_agree_on_a_mixed_point():
+    p = params(seq_len=4096, producers=20, replays=2)
+    plat = toy(capacity_bytes=10 * 32768)
+    assert run(p, plat, "fast")["kernel_us"]["mean"] == pytest.approx(run(p, plat, "simpy")["kernel_us"]["mean"],
+                                                                      rel=1e-9)
+
+
+def _cli(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_simulate_shipped_paper_scenario(capsys):
+    code, out, _ = _cli(capsys, "simulate", "fa-a2a-paper", "--platform", "paper-8gpu", "--engine", "fast",
+                        "--set", "seq_len=16384", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["params"]["seq_len"] == 16384 and doc["closed_form"]["m_ub_star_tokens"] == pytest.approx(972.8, abs=1)
+    assert doc["e_res_us"] == pytest.approx(doc["closed_form"]["e_issue_us"], rel=0.2)  # far above M_ub*
+
+
+def test_sweep_over_seq_len_and_block_m(capsys, tmp_path):
+    code, out, err = _cli(capsys, "sweep", "fa-a2a-paper", "--platform", "paper-8gpu", "--grid",
+                          "seq_len=8192,16384", "--grid", "block_m=64,128", "--jobs", "1", "--no-plots",
+                          "--out", str(tmp_path / "s"), "--json")
+    assert code == 0, err
+    rows = [json.loads(line) for line in (tmp_path / "s" / "rows.jsonl").read_text().splitlines()]
+    assert len(rows) == 4 and all("kernel_us_mean" in r and "pred_m_ub_star_tokens" in r for r in rows)
+
+
+@pytest.mark.parametrize("assignment, message", [
+    ("heads=30", '"heads" (30) must be divisible by "sp" N (8)'),
+    ("seq_len=8196", '"seq_len" M (8196) must be divisible by "sp" N (8)'),
+    ("seq_len=8704", 'must be divisible by the tile "block_m" (128)'),
+    ("head_dim=96", '"head_dim" must be one of (64, 128), got 96'),
+    ("variant=serial", '"variant" must be one of fused, cc, fa-only'),
+])
+def test_bad_points_are_one_line_exit_2(capsys, assignment, message):
+    code, out, err = _cli(capsys, "simulate", "fa-a2a-paper", "--platform", "paper-8gpu", "--set", assignment)
+    assert code == 2 and out == "" and message in err and err.count("\n") == 1

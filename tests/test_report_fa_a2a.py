@@ -1,0 +1,138 @@
+"""``xsim report --experiment fa-a2a`` on generated records (tests/fa_a2a_records.py: test data only)."""
+
+import json
+import math
+
+import pytest
+
+from fa_a2a_records import generate, write
+from xsim.cli import main
+from xsim.platform import CapacityModel, IssueModel, Platform, save_profile
+from xsim.report.fa_a2a import HEADLINE_KEYS, Point, measured_threshold
+
+SEQ_LENS = [1024, 2048, 4096, 8192, 16384, 32768]
+
+
+def toy_host():
+    return Platform(name="toy-host", drain_rate_gbps=20.0, issue=IssueModel(t_fixed_us=0.5),
+                    capacity=CapacityModel(max_bytes=16 * 32768), sms=16, gpus=1)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("fa")
+    profile, records = folder / "toy-host.json", folder / "toy-host-fa-a2a.jsonl"
+    save_profile(toy_host(), profile)
+    write(generate(toy_host(), SEQ_LENS, extra_issue_us=0.2, seed=1), records)
+    return profile, records
+
+
+def _json(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    return json.loads(out.out)
+
+
+def test_json_contract_and_targets(files, capsys):
+    profile, records = files
+    doc = _json(capsys, "report", "--experiment", "fa-a2a", "--records", str(records), "--platform", str(profile),
+                "--json")
+    for key in HEADLINE_KEYS:
+        assert key in doc
+    rep = doc["experiments"]["fa-a2a"]
+    assert rep["headline_model"] == "des" and rep["n_points"] == len(SEQ_LENS)
+    # the DES made these records (plus 0.2 us per remote wave no model knows): it predicts them closely
+    assert doc["fused_time_mape"] < 2.0 and doc["cc_time_mape"] < 2.0
+    des = rep["series"][0]["errors"]["des"]
+    assert des["e_res_mae_us"] < 5.0 and des["e_cc_mae_us"] < 5.0   # 0.2 us per remote wave unknown to the DES
+    assert doc["fa_vs_cudnn_min"] == pytest.approx(0.9, rel=0.01)
+    assert doc["speedup_max"] > 1.0
+    fit = rep["series"][0]["qloop_fit"]
+    assert fit["sigma_us_per_kv_tile"] == pytest.approx(0.5, rel=0.01)
+    assert fit["fixed_us"] == pytest.approx(3.0, abs=0.3)
+    assert 1024 < doc["m_ub_star_predicted"] < 32768
+    assert doc["m_ub_star_measured"] in SEQ_LENS
+    names = [t["target"] for t in rep["targets"]]
+    assert names == ["fa_vs_cudnn_min", "fused_over_fa_above_threshold", "hiding_min_above_threshold",
+                     "fused_time_mape", "cc_time_mape", "m_ub_star_measured"]
+    assert all(t["pass"] in (True, False) for t in rep["targets"])
+    assert {t["target"]: t["pass"] for t in rep["targets"]}["fused_time_mape"] is True
+
+
+def test_closed_form_only_and_html(files, capsys, tmp_path):
+    profile, records = files
+    out = tmp_path / "fa.html"
+    doc = _json(capsys, "report", "--experiment", "fa-a2a", "--records", str(records), "--platform", str(profile),
+                "--no-des", "-o", str(out), "--json")
+    assert doc["experiments"]["fa-a2a"]["headline_model"] == "closed-form"
+    assert "des" not in doc["experiments"]["fa-a2a"]["series"][0]["errors"]
+    text = out.read_text()
+    assert text.startswith("<!doctype html>") and "Fig. 11" in text and "Table 3" in text
+    assert len(doc["png"]) == 2 or any("PNG skipped" in n for n in doc["notes"])  # relative and in us
+
+
+def test_table_output_prints_pass_fail(files, capsys):
+    profile, records = files
+    assert main(["report", "--experiment", "fa-a2a", "--records", str(records), "--platform", str(profile),
+                 "--no-des"]) == 0
+    out = capsys.readouterr().out
+    assert "Table 3" in out and "targets" in out and ("PASS" in out or "FAIL" in out)
+
+
+def test_records_without_qloop_times_get_no_predictions(tmp_path, capsys):
+    records = tmp_path / "r.jsonl"
+    profile = tmp_path / "p.json"
+    save_profile(toy_host(), profile)
+    recs = generate(toy_host(), [1024, 2048], kinds=("fused", "serial", "sdpa-cudnn"))
+    write(recs, records)
+    doc = _json(capsys, "report", "--experiment", "fa-a2a", "--records", str(records), "--platform", str(profile),
+                "--no-des", "--json")
+    assert any("no predictions" in n for n in doc["notes"])
+    assert doc["fused_time_mape"] is None and doc["m_ub_star_predicted"] is None
+
+
+def test_bad_records_file_is_exit_2(tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{not json\n")
+    assert main(["report", "--experiment", "fa-a2a", "--records", str(bad)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def _point(m, e_res, floor, t_fa=1000.0):
+    p = Point(m, None, {"fa-only": t_fa, "fused": t_fa + e_res})
+    p.floor_us = floor
+    return p
+
+
+def test_measured_threshold_is_where_the_residual_stays_at_the_floor():
+    pts = [_point(1024, 300.0, 10.0), _point(2048, 50.0, 10.0), _point(4096, 25.0, 10.0), _point(8192, 12.0, 10.0),
+           _point(16384, -5.0, 10.0)]
+    assert measured_threshold(pts) == 4096          # 25 <= 10 + 2 % of 1000
+    pts[2] = _point(4096, 31.0, 10.0)
+    assert measured_threshold(pts) == 8192
+    pts[-1] = _point(16384, 40.0, 10.0)           # the largest point above the floor: no threshold
+    assert measured_threshold(pts) is None
+    assert math.isnan(_point(1024, 1.0, math.nan).floor_us)
+
+
+def test_records_without_fa_a2a_are_exit_2(capsys):
+    micro = "calibration/records/h200-nvlink-x2-micro.jsonl"
+    assert main(["report", "--experiment", "fa-a2a", "--records", micro]) == 2
+    err = capsys.readouterr().err
+    assert "no fa-a2a records" in err and err.count("\n") == 1
+
+
+def test_shipped_records_rebuild_the_report_in_one_command(capsys):
+    """The committed GPU records and the shipped host profile, no options: every headline key."""
+    doc = _json(capsys, "report", "--experiment", "fa-a2a", "--no-des", "--json")
+    rep = doc["experiments"]["fa-a2a"]
+    assert rep["platform"] == "h200-pcie-host" and rep["n_points"] >= 10
+    assert all(doc[k] is not None for k in HEADLINE_KEYS if k != "m_ub_star_measured")
+    assert len(rep["targets"]) == 6
+
+
+def test_hiding_ratio_eq21():
+    p = Point(1024, None, {"fa-only": 100.0, "fused": 110.0, "serial": 200.0})
+    assert p.hiding == pytest.approx(0.9) and p.speedup == pytest.approx(200 / 110)
+    assert math.isnan(Point(1024, None, {"fa-only": 100.0, "fused": 110.0, "serial": 99.0}).hiding)

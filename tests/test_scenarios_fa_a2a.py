@@ -1,0 +1,33 @@
+"""The shipped fa-a2a scenarios: every number has a source, and the host scenario's Q-loop is the
+fit of the shipped FA-only records (once they ship), not a number typed in."""
+
+import math
+
+import pytest
+
+from calibration.records import parse_texts, shipped_record_files
+from xsim.attention.qloop import fit_qloop
+from xsim.builders import fa_a2a
+from xsim.report.fa_a2a import collect
+from xsim.scenario import shipped_scenarios
+
+NAMES = ("fa-a2a-host", "fa-a2a-paper")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_parameter_has_a_source(name):
+    s = shipped_scenarios()[name]
+    assert s.builder == "fa_a2a" and set(s.sources) == set(fa_a2a.PARAMS)
+
+
+def test_host_scenario_qloop_is_the_fit_of_the_shipped_records():
+    files = [e for e in shipped_record_files() if e.name.endswith("-fa-a2a.jsonl")]
+    if not files:
+        pytest.skip("no fa-a2a records shipped yet")
+    rs = parse_texts([(e.name, e.read_bytes()) for e in files])
+    p = shipped_scenarios()["fa-a2a-host"].params
+    key = (p["head_dim"], p["block_m"], p["block_n"], p["sp"], p["destination"])
+    points = [q for q in collect(rs, [])[key].values() if math.isfinite(q.qloop_us)]
+    fit = fit_qloop([q.seq_len for q in points], [q.qloop_us for q in points], p["block_n"])
+    assert p["sigma_us_per_kv_tile"] == pytest.approx(fit.sigma_us_per_kv_tile, rel=1e-3)
+    assert p["qloop_fixed_us"] == pytest.approx(fit.fixed_us, rel=1e-3, abs=1e-3)

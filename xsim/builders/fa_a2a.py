@@ -1,0 +1,158 @@
+"""FlashAttention fused with the Ulysses post-attention All-to-All (Sec. 4.3) as tile streams.
+
+One rank's persistent attention kernel: each of its K CTAs is a producer whose stream is its
+output tiles in the kernel's grid-stride order (:class:`~xsim.attention.shape.AttentionShape`,
+index math from ``hwkernels.fa_layout``). A tile is one Q-loop mainloop of
+``qloop_fixed_us + sigma_us_per_kv_tile * ceil(M / b_n)``, then its output stores:
+``block_m * head_dim * 2`` bytes into the X-Stage when its owner is another rank, none for the
+rank's own slice. The CTA that computes a tile issues its stores itself (``staging_depth = 0``):
+
+- ``fused``: X-Stage coupling, the CTA moves on once its stores are accepted;
+- ``cc``: completion-coupled, each tile's stores must drain (a system-scope fence) before the
+  CTA starts its next tile; ``t_lat_us`` is a fixed completion latency before the stores;
+- ``fa-only``: the same tiles with no remote bytes.
+
+The kernel is replayed ``replays`` times back to back (CUDA-graph replay): a kernel boundary
+is a grid barrier that every CTA reaches at its last tile's issue end (at its drain end for
+``cc``, or when ``boundary_waits_drain``), so a replay's bursts drain while the next replay
+computes. ``kernel_us`` is the time per replay after the first.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from xsim.attention.predict import predict as closed_form
+from xsim.attention.qloop import QLoop
+from xsim.attention.shape import DESTINATIONS, AttentionShape, drain_peers
+from xsim.params import Param
+from xsim.platform import Platform
+from xsim.stats import Stats
+from xsim.units import gbps_to_bytes_per_us
+from xsim.workload import Workload, XStageParams
+
+VARIANTS = ("fused", "cc", "fa-only")
+
+PARAMS = {
+    "variant": Param("str", "fused", "fused (X-Stage), cc (completion-coupled) or fa-only", choices=VARIANTS),
+    "seq_len": Param("int", 16384, "sequence length M (tokens)", minimum=1),
+    "batch": Param("int", 1, "batch", minimum=1),
+    "heads": Param("int", 32, "attention heads H over all ranks", minimum=1),
+    "sp": Param("int", 4, "Ulysses sequence-parallel degree N (owners)", minimum=1, maximum=1024),
+    "head_dim": Param("int", 128, "head dimension d (64 or 128)", minimum=1),
+    "block_m": Param("int", 128, "query rows per output tile b_m", minimum=1),
+    "block_n": Param("int", 128, "KV rows per Q-loop step b_n", minimum=1),
+    "producers": Param("int", 132, "persistent CTAs K", minimum=1, maximum=100_000),
+    "destination": Param("str", "host", "host (one link to pinned host memory) or peer (N - 1 GPUs)",
+                         choices=DESTINATIONS),
+    "sigma_us_per_kv_tile": Param("us", 0.79, "Q-loop time per KV tile sigma", minimum=0, exclusive_min=True),
+    "qloop_fixed_us": Param("us", 0.0, "fixed part of a tile's Q-loop (may be fitted negative)"),
+    "replays": Param("int", 3, "back-to-back kernel replays (the first is warm-up)", minimum=1, maximum=1000),
+    "t_lat_us": Param("us", 0.0, "cc: fixed completion latency per tile (eq. 17 T_lat)", minimum=0),
+    "boundary_waits_drain": Param("bool", False, "a kernel boundary waits for the replay's stores to drain"),
+}
+
+
+def shape_of(params: dict) -> AttentionShape:
+    return AttentionShape(seq_len=params["seq_len"], batch=params["batch"], heads=params["heads"], sp=params["sp"],
+                          head_dim=params["head_dim"], block_m=params["block_m"], block_n=params["block_n"],
+                          producers=params["producers"])
+
+
+def qloop_of(params: dict) -> QLoop:
+    return QLoop(params["sigma_us_per_kv_tile"], params["qloop_fixed_us"], params["block_n"])
+
+
+def _gap_us(params: dict, shape: AttentionShape) -> float:
+    gap = qloop_of(params).gap_us(shape.seq_len)
+    if not gap > 0:
+        raise ValueError(f'the Q-loop gap at M = {shape.seq_len} is {gap:.4g} us: it must be > 0')
+    return gap
+
+
+def build(params: dict, platform: Platform) -> Workload:
+    shape = shape_of(params)
+    gap, k, reps = _gap_us(params, shape), shape.programs, params["replays"]
+    variant = params["variant"]
+    tiles = [np.tile(shape.program_tiles(p), reps) for p in range(k)]
+    counts = np.array([len(t) for t in tiles], dtype=np.int64)
+    order = np.concatenate(tiles)
+    n = len(order)
+    nbytes = np.zeros(n) if variant == "fa-only" else shape.remote_bytes[order]
+    last = np.zeros(n, dtype=bool)   # a CTA's last tile of each replay: it arrives at the boundary
+    first = np.zeros(n, dtype=bool)  # a CTA's first tile of a replay after the first: it waits for it
+    replay = np.zeros(n, dtype=np.int64)
+    start = 0
+    for c in counts:
+        per = c // reps
+        replay[start:start + c] = np.repeat(np.arange(reps), per)
+        last[start + per - 1:start + c:per] = True
+        first[start + per:start + c:per] = True
+        start += c
+    coupled = variant == "cc"
+    signal = last & (replay < reps - 1)
+    rate = platform.effective_drain_rate_gbps(drain_peers(params["destination"], shape.sp))
+    return Workload(
+        offsets=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
+        producer_gpu=np.zeros(k, dtype=np.int64),
+        kind=(nbytes > 0).astype(np.int64), kind_names=("local", "remote"),
+        mainloop_us=np.full(n, gap),
+        epilogue_us=np.where(coupled & (nbytes > 0), params["t_lat_us"], 0.0),
+        bytes=nbytes,
+        t_iss0_us=np.full(n, platform.t_iss0_us(k, float(shape.tile_bytes))),
+        release_us=np.zeros(n),
+        wait_counter=np.where(first, replay - 1, -1).astype(np.int64),
+        wait_value=np.where(first, k, 0).astype(np.int64),
+        signal_counter=np.where(signal, replay, -1).astype(np.int64),
+        signal_on_drain=signal & (coupled or params["boundary_waits_drain"]),
+        n_counters=max(reps - 1, 0),
+        xstages=(XStageParams(gbps_to_bytes_per_us(rate), platform.capacity_bytes(k)),),
+        staging_depth=0,
+        coupling="completion-coupled" if coupled else "xstage",
+        producer_weight=np.asarray(platform.weights_for(k), dtype=float),
+    )
+
+
+def replay_ends_us(result, params: dict) -> np.ndarray:
+    """When every CTA has finished each replay (its last tile's issue end, or drain end where the
+    boundary waits for the drain): the kernel boundaries."""
+    w, t = result.workload, result.times
+    reps = params["replays"]
+    on_drain = params["variant"] == "cc" or params["boundary_waits_drain"]
+    done = np.maximum(t.issue_end, t.drain_end) if on_drain else t.issue_end
+    ends = np.zeros(reps)
+    for p in range(w.n_producers):
+        lo, hi = w.offsets[p], w.offsets[p + 1]
+        per = (hi - lo) // reps
+        ends = np.maximum(ends, done[lo + per - 1:hi:per])
+    return ends
+
+
+def predict(params: dict, platform: Platform) -> dict:
+    """The closed form for the same point (eqs. 17-20) with the modeled FA-only time."""
+    shape = shape_of(params)
+    _gap_us(params, shape)
+    cf = closed_form(shape, qloop_of(params), platform, params["destination"], t_lat_us=params["t_lat_us"])
+    extra = {"fused": cf.e_res_us, "cc": cf.e_cc_us, "fa-only": 0.0}[params["variant"]]
+    return {"kernel_us": cf.t_fa_model_us + extra, "t_fa_model_us": cf.t_fa_model_us, "e_issue_us": cf.e_issue_us,
+            "e_drain_us": cf.e_drain_us, "e_cc_us": cf.e_cc_us, "g_qloop_us": cf.g_qloop_us,
+            "g_star_us": cf.g_star_us, "m_ub_star_tokens": cf.m_ub_star_tokens, "waves": cf.waves}
+
+
+def summarize(result, params: dict) -> dict:
+    ends = replay_ends_us(result, params)
+    per_replay = np.diff(np.concatenate([[0.0], ends]))
+    steady = per_replay[1:] if len(per_replay) > 1 else per_replay
+    shape = shape_of(params)
+    t_fa = shape.waves * _gap_us(params, shape)
+    kernel = Stats.of(steady)
+    remote = result.workload.bytes > 0
+    return {
+        "kernel_us": kernel.to_dict(),
+        "first_replay_us": float(per_replay[0]),
+        "t_fa_model_us": t_fa,
+        "e_res_us": kernel.mean - t_fa,
+        "issue_us": Stats.of(result.issue_us[remote]).to_dict(),
+        "stall_us": result.stall_stats().to_dict(),
+        "makespan_us": result.makespan_us,
+    }

@@ -1,0 +1,95 @@
+"""The paper's Fig. 11 for our hardware (plotly), and the fa-a2a HTML page.
+
+Numbers come from :mod:`xsim.report.fa_a2a`; this module only draws them. Markers are
+measurements, lines predictions from the one calibrated platform: E_res(M) / T_FA(M) for the
+fused kernel and E_cc(M) / T_FA(M) for the completion-coupled counterfactual, with the issue
+floor, the +-2 % DVFS band and the predicted threshold M_ub*.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import plotly.graph_objects as go
+
+from xsim.report.fa_a2a import (DVFS_BAND, PREDICTION_HEADER, TABLE3_HEADER, FaA2aReport, Series, prediction_rows,
+                                table3_rows)
+
+STYLE = {"closed-form": "solid", "des": "dash"}
+
+
+def fig11(s: Series, platform_name: str, relative: bool = True) -> go.Figure:
+    """E_res and E_cc against M: over T_FA in percent (the paper's Fig. 11), or in microseconds
+    (``relative=False``: the slope test, flat at the floor for X-Stage, growing for cc)."""
+    pts = [p for p in s.points if math.isfinite(p.get("fa-only"))]
+    m = [p.seq_len for p in pts]
+    fa = [p.get("fa-only") for p in pts]
+
+    def _pct(value: float, t_fa: float) -> float:
+        if not (math.isfinite(value) and t_fa > 0):
+            return math.nan
+        return 100.0 * value / t_fa if relative else value
+
+    fig = go.Figure()
+    band = [DVFS_BAND * (100.0 if relative else t) for t in fa]
+    fig.add_trace(go.Scatter(x=m + m[::-1], y=band + [-b for b in band[::-1]],
+                             mode="lines", fill="toself", fillcolor="rgba(31,119,180,0.12)", line=dict(width=0),
+                             name="+-2 % DVFS band"))
+    fig.add_trace(go.Scatter(x=m, y=[_pct(p.floor_us, t) for p, t in zip(pts, fa)], mode="lines",
+                             line=dict(dash="dot", color="gray"), name="issue floor"))
+    for name, attr, color in (("fused E_res", "e_res_us", "#1f77b4"), ("cc E_cc", "e_cc_us", "#d62728")):
+        fig.add_trace(go.Scatter(x=m, y=[_pct(getattr(p, attr), t) for p, t in zip(pts, fa)], mode="markers",
+                                 marker=dict(size=9, color=color), name=f"measured {name}"))
+        for model, dash in STYLE.items():
+            ys = [_pct(p.predicted.get(model, {}).get(attr, math.nan), t) for p, t in zip(pts, fa)]
+            if any(math.isfinite(y) for y in ys):
+                fig.add_trace(go.Scatter(x=m, y=ys, mode="lines", line=dict(dash=dash, color=color),
+                                         name=f"predicted {name} ({model})"))
+    atomic = [_pct(p.get("cc-atomic") - p.get("fa-only"), t) for p, t in zip(pts, fa)]
+    if any(math.isfinite(y) for y in atomic):
+        fig.add_trace(go.Scatter(x=m, y=atomic, mode="markers",
+                                 marker=dict(size=7, color="#d62728", symbol="diamond-open"),
+                                 name="measured cc E_cc (release atomic)"))
+    m_ub = s.summary.get("m_ub_star_predicted")
+    if m_ub:
+        fig.add_vline(x=m_ub, line=dict(color="black", dash="dashdot"), annotation_text="M_ub* predicted")
+    meas = s.summary.get("m_ub_star_measured")
+    if meas:
+        fig.add_vline(x=meas, line=dict(color="green", dash="dot"), annotation_text="measured threshold")
+    k = s.key
+    what = "residual over FA-only time" if relative else "residual (us)"
+    fig.update_layout(title=f"Fig. 11 on {platform_name}: {what} (d={k['head_dim']}, "
+                            f"b_m={k['block_m']}, N={k['sp']}, {k['destination']})",
+                      xaxis_title="sequence length M (tokens)", yaxis_title="E / T_FA (%)" if relative else "E (us)",
+                      template="plotly_white", width=900, height=560, legend=dict(font=dict(size=10)))
+    fig.update_xaxes(type="log")
+    return fig
+
+
+def figures(rep: FaA2aReport) -> dict[str, go.Figure]:
+    out = {}
+    for s in rep.series:
+        name = f"fig11-d{s.key['head_dim']}-bm{s.key['block_m']}-n{s.key['sp']}-{s.key['destination']}"
+        out[name] = fig11(s, rep.platform.name)
+        out[f"{name}-us"] = fig11(s, rep.platform.name, relative=False)
+    return out
+
+
+def write_html(rep: FaA2aReport, output: Path) -> tuple[list[str], str | None]:
+    """The HTML report (summary, platform, Table 3 per series, Fig. 11 per series) and PNGs."""
+    from xsim.report import html
+
+    figs = figures(rep)
+    sections = [("summary and targets", html.json_block(rep.summary)),
+                ("platform", html.json_block({k: v for k, v in rep.platform.to_dict().items() if k != "provenance"}))]
+    for s in rep.series:
+        sections.append((f"Table 3: {s.key} (us)", html.table(TABLE3_HEADER, table3_rows(s))))
+        sections.append((f"measured vs predicted: {s.key} (us)", html.table(PREDICTION_HEADER, prediction_rows(s))))
+    if rep.notes:
+        sections.append(("notes", html.json_block(rep.notes)))
+    text = html.page(f"X-Stage fa-a2a: predicted vs measured on {rep.platform.name}", sections, figs)
+    tmp = output.with_name(output.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(output)
+    return html.write_pngs(figs, output.parent, output.stem)
