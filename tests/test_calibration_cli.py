@@ -29,7 +29,7 @@ def test_calibrate_writes_a_loadable_profile_twice_identically(synthetic_file, t
     assert platform.name == "syn" and platform.status == "measured"
     pv = platform.provenance
     assert pv["records"]["files"][0]["name"] == "syn.jsonl" and len(pv["records"]["sha256"]) == 64
-    assert set(pv["heldout"]["errors_percent"]) == {"fluid", "mode-aware"}
+    assert set(pv["heldout"]["errors_percent"]) == {"fluid", "mode-aware", "des"}
     assert pv["fit"]["drain_rate"]["parameters"]["drain_rate_gbps"]["ci95"][0] < platform.drain_rate_gbps
 
 
