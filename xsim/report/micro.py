@@ -17,7 +17,7 @@ from calibration.fidelity import MODELS, mape_percent
 from calibration.records import RecordSet
 from calibration.tails import measured_issue_max
 from xsim.platform import Platform
-from xsim.report.des_runs import default_engine, micro_params, simulate_point
+from xsim.report.des_runs import DEFAULT_TIMEOUT_S, default_engine, micro_params, simulate_point
 
 HEADLINE_MODELS = ("des", "mode-aware")  # the DES where it ran, else the closed form
 REFERENCE_PRODUCERS, REFERENCE_BURST_BYTES = 132, 32 * 1024
@@ -67,11 +67,11 @@ def des_wanted(row: Row) -> bool:
     return row.heldout or main
 
 
-def _des(row: Row, record, platform: Platform, engine: str) -> dict | None:
+def _des(row: Row, record, platform: Platform, engine: str, timeout_s: float | None) -> dict | None:
     p = record.params
     params = micro_params("isolated" if row.kind == "isolated" else "periodic", row.producers, row.burst_bytes,
                           row.gap_us, row.aligned, int(p.get("bursts", 64)), int(p.get("warmup_bursts", 16)))
-    s = simulate_point(params, platform, engine)
+    s = simulate_point(params, platform, engine, timeout_s)
     if s is None:
         return None
     out = {"issue_us": s["issue_us"]["mean"], "issue_median_us": s["issue_us"]["median"],
@@ -145,13 +145,16 @@ def _time_range(records) -> list[str] | None:
 
 def heldout_errors(rs: RecordSet, platform: Platform, trace_tails: dict | None = None,
                    engine: str | None = None) -> dict:
-    """The DES's errors on the held-out points only (what ``xsim calibrate`` records)."""
-    rep = build(rs, platform, des=True, engine=engine, trace_tails=trace_tails, des_for="heldout")
+    """The DES's errors on the held-out points only (what ``xsim calibrate`` records). No time
+    limit: a point skipped for a slow machine would change the profile's bytes."""
+    rep = build(rs, platform, des=True, engine=engine, trace_tails=trace_tails, des_for="heldout",
+                des_timeout_s=None)
     return rep.summary["heldout_errors_percent"]["des"]
 
 
 def build(rs: RecordSet, platform: Platform, des: bool = True, engine: str | None = None,
-          trace_tails: dict | None = None, des_for: str = "report") -> MicroReport:
+          trace_tails: dict | None = None, des_for: str = "report",
+          des_timeout_s: float | None = DEFAULT_TIMEOUT_S) -> MicroReport:
     """Every store record of the profile's mechanism beside its predictions, plus the summary.
 
     ``trace_tails`` (:func:`calibration.tails.load_trace_tails`): measured max-over-CTA issue for
@@ -170,7 +173,7 @@ def build(rs: RecordSet, platform: Platform, des: bool = True, engine: str | Non
         for name, predict in MODELS.items():
             row.predicted[name] = predict(rec, platform)
         if des and (row.heldout if des_for == "heldout" else des_wanted(row)):
-            result = _des(row, rec, platform, engine)
+            result = _des(row, rec, platform, engine, des_timeout_s)
             if result is None:
                 skipped += 1
             else:
