@@ -71,3 +71,37 @@ def weights_from_trace(path: Path) -> Weights:
     corr = float(np.corrcoef(issue[0].mean(1), issue[1].mean(1))[0, 1]) if issue.shape[0] > 1 else float("nan")
     spread = (float(per_producer.min()), float(np.median(per_producer)), float(per_producer.max()))
     return Weights(tuple(float(f"{x:.4g}") for x in w), path.name, hashlib.sha256(raw).hexdigest(), spread, corr)
+
+
+def placements_from_traces(folder: Path, mechanism: str) -> dict[int, tuple[int, ...]]:
+    """K -> the SM of CTA 0..K-1, from the traces of ``mechanism`` (aligned isolated first, then by name).
+
+    The CTA -> SM map of a launch depends on K (one CTA per TPC at K = 33 and 66, every SM at
+    K = 132) and, for PCIe-host launches, from launch to launch beyond the first 8 CTAs; the
+    weights' own trace decides K = 132."""
+    out: dict[int, tuple[int, ...]] = {}
+    paths = sorted(folder.glob("*.npz"), key=lambda p: (not p.name.startswith("isolated"), p.name))
+    for path in paths:
+        try:
+            with np.load(path) as data:
+                meta = json.loads(str(data["meta"]))
+                smid = tuple(int(s) for s in data["smid"])
+        except Exception:  # noqa: BLE001  not a trace of ours
+            continue
+        if meta.get("mechanism") == mechanism and meta.get("target") == "remote":
+            out.setdefault(int(meta["producers"]), smid)
+    return out
+
+
+def sm_weights_from_trace(path: Path, sms: int) -> tuple[tuple[float, ...], tuple[int, ...]]:
+    """The trace's per-producer weights indexed by the SM each producer ran on (SMs the trace
+    does not cover weigh 1), and that placement."""
+    w = weights_from_trace(path).weights
+    with np.load(path) as data:
+        smid = tuple(int(s) for s in data["smid"])
+    if len(smid) != len(w) or len(set(smid)) != len(smid) or max(smid) >= sms:
+        raise RecordError(f"trace {path.name}: its smid does not name one SM < {sms} per producer")
+    by_sm = [1.0] * sms
+    for s, x in zip(smid, w):
+        by_sm[s] = x
+    return tuple(by_sm), smid

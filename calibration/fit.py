@@ -16,6 +16,7 @@ from calibration import stages
 from calibration.dataset import Split, choose_mechanism, split, store_records
 from calibration.records import Record, RecordSet
 from calibration.stages import FitError, StageFit
+from calibration.threads import fit_thread_terms
 from xsim.platform import CapacityModel, IssueModel
 from xsim.units import MIB, drain_time_us, gbps_to_bytes_per_us
 
@@ -70,6 +71,7 @@ class FitResult:
     records_sha256: str
     mechanism_drain_gbps: dict[str, float] = field(default_factory=dict)
     baseline_gbps: dict[str, float] = field(default_factory=dict)
+    threads_fit: dict = field(default_factory=dict)   # the threads-per-CTA term (calibration.threads)
 
 
 def _t0(theta, p: Points) -> np.ndarray:
@@ -221,6 +223,11 @@ def fit_records(rs: RecordSet, mechanism: str | None = None, statistic: str = "m
     r = st.drain.values[0]
     threads = recs[0].params.get("threads") if recs else None
     ks = {int(x.params["producers"]) for x in recs}
-    return FitResult(mech, threads, statistic, r, stages.issue_model(st.issue, ks), st.capacity_model,
+    issue = stages.issue_model(st.issue, ks)
+    if threads is not None:
+        issue, threads_fit = fit_thread_terms(rs, mech, int(threads), issue, st.capacity_model, r, sp.heldout_producers)
+    else:
+        threads_fit = {"n_points": 0, "note": "records name no thread count"}
+    return FitResult(mech, threads, statistic, r, issue, st.capacity_model,
                      st.drain, st.issue, st.knee_fits, st.capacity, st.burst_overhead, st.grid_barrier, sp,
-                     rs.sha256, _mechanism_drains(rs, mech, r), _baselines(rs))
+                     rs.sha256, _mechanism_drains(rs, mech, r), _baselines(rs), threads_fit)

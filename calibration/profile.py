@@ -86,21 +86,50 @@ def _headline(platform: Platform, fit: FitResult) -> dict:
     }
 
 
-def _arbitration(weights) -> dict | None:
+def _arbitration(weights, spread=None) -> dict | None:
     if weights is None:
         return None
     lo, med, hi = weights.issue_spread_us
-    return {"trace": weights.trace, "sha256": weights.sha256, "n_producers": len(weights.weights),
-            "per_producer_mean_issue_us": {"min": lo, "median": med, "max": hi},
-            "run_correlation": weights.run_correlation,
-            "method": "weight_p = mean over producers of mean issue / producer p's mean issue, normalised to mean 1 "
-                      "(calibration/arbitration.py)"}
+    out = {"trace": weights.trace, "sha256": weights.sha256, "n_producers": len(weights.weights),
+           "per_producer_mean_issue_us": {"min": lo, "median": med, "max": hi},
+           "run_correlation": weights.run_correlation,
+           "method": "weight_p = mean over producers of mean issue / producer p's mean issue, normalised to mean 1 "
+                     "(calibration/arbitration.py)"}
+    if spread is not None:
+        stats = ("mean", "p90", "max")
+        out["model"] = {
+            "weights_by": "sm" if spread.arbitration.sm_weights is not None else "rank",
+            "placements_k": [k for k, _ in spread.arbitration.placements],
+            "burst_sigma": spread.sigma, "sigma_ref_bytes": spread.arbitration.sigma_ref_bytes,
+            "trace_issue_us": dict(zip(stats, spread.measured)),
+            "des_issue_us": dict(zip(stats, spread.predicted)),
+            "des_issue_us_without_spread": dict(zip(stats, spread.at_zero)),
+            "rms_log_error": spread.rms_log_error,
+            "method": "weights indexed by the SM each producer ran on (trace smid); per-burst lognormal factors "
+                      "with sigma on a fixed grid fitted so that the DES of the trace's point matches its mean, "
+                      "p90 and mean per-burst max issue (calibration/spread.py)"}
+    return out
 
 
-def build_profile(fit: FitResult, rs: RecordSet, name: str, description: str = "", weights=None) -> Platform:
+def base_platform(fit: FitResult, rs: RecordSet, name: str) -> Platform:
+    """The fitted parameters alone (rounded as the profile stores them), for fits that need the DES."""
+    return Platform(name=name, drain_rate_gbps=rounded(fit.drain_rate_gbps),
+                    issue=type(fit.issue_model)(**rounded(vars(fit.issue_model))),
+                    capacity=type(fit.capacity_model)(**rounded(vars(fit.capacity_model))),
+                    sms=int(rs.platform.get("sms", 132)), gpus=int(rs.platform.get("gpu_count", 2)),
+                    burst_overhead_us=rounded(fit.burst_overhead.values[0]),
+                    grid_barrier_us=rounded(fit.grid_barrier.values[0]))
+
+
+def build_profile(fit: FitResult, rs: RecordSet, name: str, description: str = "", weights=None,
+                  spread=None, des_errors: dict | None = None) -> Platform:
     """The fitted platform; its provenance says how, from what, and how well it predicts.
 
-    ``weights``: per-producer arbitration weights (:mod:`calibration.arbitration`) or None (fair).
+    ``weights``: per-producer arbitration weights (:mod:`calibration.arbitration`) or None (fair);
+    ``spread``: the SM-indexed weights with their per-burst spread (:mod:`calibration.spread`),
+    which replace ``weights`` in the model; ``des_errors``: the DES's held-out errors on this very
+    platform, tails included (``xsim.report.micro.heldout_errors``), recorded beside the closed
+    forms' (which predict one number per point, so have no tails).
     """
     base = Platform(name=name, drain_rate_gbps=rounded(fit.drain_rate_gbps), issue=fit.issue_model,
                     capacity=fit.capacity_model, sms=int(rs.platform.get("sms", 132)),
@@ -109,6 +138,8 @@ def build_profile(fit: FitResult, rs: RecordSet, name: str, description: str = "
                     grid_barrier_us=rounded(fit.grid_barrier.values[0]))
     heldout = {m: split_summary(compare(fit.split.heldout, base, m)) for m in MODELS}
     train = {m: split_summary(compare(fit.split.train, base, m)) for m in MODELS}
+    if des_errors is not None:
+        heldout["des"] = des_errors
     provenance = {
         "source": "xsim calibrate: calibration/fit.py fitted from measurement records",
         "date_utc": rs.last_time_utc,
@@ -123,16 +154,18 @@ def build_profile(fit: FitResult, rs: RecordSet, name: str, description: str = "
             "capacity_model": stage_summary(fit.capacity) if fit.capacity is not None else None,
             "burst_overhead": stage_summary(fit.burst_overhead),
             "grid_barrier": stage_summary(fit.grid_barrier),
+            "t_iss0_threads": fit.threads_fit,
         },
         "headline": _headline(base, fit),
-        "arbitration": _arbitration(weights),
+        "arbitration": _arbitration(weights, spread),
         "mechanisms_drain_rate_gbps": dict(sorted(fit.mechanism_drain_gbps.items())),
         "baselines_gbps": dict(sorted(fit.baseline_gbps.items())),
         "heldout": {"split": fit.split.describe(), "n_train": len(fit.split.train),
                     "n_heldout": len(fit.split.heldout),
                     "models": {"fluid": "the paper's eqs. 2, 3, 7 with G = gap + loop cost (+ barrier when aligned)",
                                "mode-aware": "aligned bursts meet an empty X-Stage (eq. 7), free-running "
-                                             "ones escape the capacity floor (eq. 3); calibration.fidelity"},
+                                             "ones escape the capacity floor (eq. 3); calibration.fidelity",
+                               "des": "the DES (xsim.des) on this profile, mean/p90/max-over-CTA issue per point"},
                     "errors_percent": heldout,
                     "train_errors_percent": train},
     }
@@ -144,5 +177,7 @@ def build_profile(fit: FitResult, rs: RecordSet, name: str, description: str = "
                     capacity=type(fit.capacity_model)(**rounded(vars(fit.capacity_model))),
                     sms=base.sms, gpus=base.gpus, status="measured", description=text,
                     burst_overhead_us=base.burst_overhead_us, grid_barrier_us=base.grid_barrier_us,
-                    producer_weights=None if weights is None else weights.weights,
+                    producer_weights=None if weights is None or (spread is not None and spread.arbitration.sm_weights
+                                                                 is not None) else weights.weights,
+                    arbitration=None if spread is None else spread.arbitration,
                     provenance=rounded(provenance))

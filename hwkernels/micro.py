@@ -163,6 +163,7 @@ def run_kernel_point(ctx: Context, pt: planmod.Point) -> harness.Measurement:
             return None
         w = pt.warmup_bursts
         return {"issue_us": timing.issue_samples(t, w), "burst_issue_us": timing.burst_issue_samples(t, w),
+                "issue_max_us": timing.issue_max_samples(t, w),
                 "period_us": timing.period_samples(t, w), "kernel_us": r.kernel_us, "_run": r, "_times": t}
 
     def check(_result):
@@ -238,7 +239,8 @@ def summary_line(rec: dict) -> str:
     if "gbps" in rec:
         return head + f"  t={s['kernel_us']['median']:9.2f}us  {rec['gbps']:7.1f} GB/s"
     return head + (f"  iss med={s['issue_us']['median']:7.3f} mean={s['issue_us']['mean']:7.3f}"
-                   f" p90={s['issue_us']['p90']:7.3f}  per med={s['period_us']['median']:7.3f}"
+                   f" p90={s['issue_us']['p90']:7.3f} max/burst={s['issue_max_us']['median']:7.3f}"
+                   f"  per med={s['period_us']['median']:7.3f}"
                    f"  burst={s['burst_issue_us']['median']:7.3f}"
                    f"  kern={s['kernel_us']['median']:8.1f}")
 

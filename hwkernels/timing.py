@@ -66,6 +66,11 @@ def burst_issue_samples(t: BurstTimes, warmup: int) -> np.ndarray:
     return (t.end_us.max(axis=0) - t.start_us.min(axis=0))[warmup:]
 
 
+def issue_max_samples(t: BurstTimes, warmup: int) -> np.ndarray:
+    """Per burst after the warm-up: the longest producer's issue span (the slowest CTA), us."""
+    return t.issue_us[:, warmup:].max(axis=0)
+
+
 def period_samples(t: BurstTimes, warmup: int) -> np.ndarray:
     """Per producer: start(j+1) - start(j) for j >= warmup, microseconds."""
     return np.diff(t.start_us, axis=1)[:, warmup:].ravel()

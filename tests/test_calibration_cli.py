@@ -29,7 +29,7 @@ def test_calibrate_writes_a_loadable_profile_twice_identically(synthetic_file, t
     assert platform.name == "syn" and platform.status == "measured"
     pv = platform.provenance
     assert pv["records"]["files"][0]["name"] == "syn.jsonl" and len(pv["records"]["sha256"]) == 64
-    assert set(pv["heldout"]["errors_percent"]) == {"fluid", "mode-aware"}
+    assert set(pv["heldout"]["errors_percent"]) == {"fluid", "mode-aware", "des"}
     assert pv["fit"]["drain_rate"]["parameters"]["drain_rate_gbps"]["ci95"][0] < platform.drain_rate_gbps
 
 
@@ -42,6 +42,10 @@ def test_calibrate_reproduces_the_shipped_profiles_byte_for_byte(tmp_path, name)
     assert main(["calibrate", str(records), "-o", str(out)]) == 0
     assert out.read_bytes() == shipped.read_bytes()
     assert DEFAULT_PLATFORM == "h200-nvlink-x2"
+    pv = load_profile(out).provenance
+    des = pv["heldout"]["errors_percent"]["des"]["all"]              # the DES's tails, recorded
+    assert {"issue_p90_mape", "issue_max_mape", "n_max_points"} <= set(des)
+    assert pv["arbitration"]["model"]["weights_by"] == "sm" and pv["fit"]["t_iss0_threads"]["n_points"] > 0
 
 
 def test_host_profile_says_what_it_measured():

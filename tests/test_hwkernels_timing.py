@@ -53,3 +53,14 @@ def test_shared_sm_is_detected():
     stamps, info = synthetic()
     info[1, 4] = info[0, 4]
     assert not timing.distinct_sms(timing.burst_times(stamps, info))
+
+
+def test_issue_max_is_the_slowest_producer_per_burst():
+    stamps, info = synthetic(k=3, n=4)
+    # producer 1's burst 2 takes 1000 cycles (0.5 us), producer 2's burst 3 takes 600 (0.3 us)
+    stamps[1, 2, 1] = stamps[1, 2, 0] + 1000
+    stamps[2, 3, 1] = stamps[2, 3, 0] + 600
+    t = timing.burst_times(stamps, info)
+    got = timing.issue_max_samples(t, 1)
+    assert got.shape == (3,)                   # one sample per burst after the warm-up
+    assert np.allclose(got, [0.2, 0.5, 0.3])

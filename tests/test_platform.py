@@ -1,7 +1,9 @@
+import dataclasses
 import json
 
 import pytest
 
+from helpers import toy_platform
 from xsim.platform import (
     CapacityModel, IssueModel, Platform, ProfileError, load_profile, resolve_platform, save_profile, shipped_platforms,
 )
@@ -65,3 +67,29 @@ def test_bad_profiles_are_clear(tmp_path, mutate, message):
 def test_unknown_platform_name():
     with pytest.raises(ProfileError, match="unknown platform 'nope'"):
         resolve_platform("nope")
+
+
+def test_threads_term_is_interpolated_in_log2_and_off_by_default():
+    base = IssueModel(t_fixed_us=0.1, producer_issue_gbps=1.0)        # 1 GB/s = 1000 B/us
+    model = IssueModel(t_fixed_us=0.1, producer_issue_gbps=1.0, threads_ref=256,
+                       thread_terms=((512, 0.2, 0.01), (256, 0.0, 0.0), (128, 0.05, -0.001)))
+    assert model.thread_terms[0][0] == 128                            # sorted by thread count
+    b = 2048.0
+    assert model.t_iss0_us(4, b) == base.t_iss0_us(4, b) == pytest.approx(0.1 + 2.048)
+    assert model.t_iss0_us(4, b, 256) == base.t_iss0_us(4, b)
+    assert model.t_iss0_us(4, b, 512) == pytest.approx(2.148 + 0.2 + 0.02)
+    assert model.t_iss0_us(4, b, 128) == pytest.approx(2.148 + 0.05 - 0.002)
+    assert model.t_iss0_us(4, b, 362) == pytest.approx(2.148 + 0.5 * (0.2 + 0.02), rel=1e-2)  # ~log2 midpoint
+    assert model.t_iss0_us(4, b, 2048) == model.t_iss0_us(4, b, 512)  # clamped outside the table
+    assert base.t_iss0_us(4, b, 512) == base.t_iss0_us(4, b)          # no terms: no threads effect
+
+
+def test_threads_term_round_trips_and_old_profiles_keep_their_keys(tmp_path):
+    p = resolve_platform("h200-nvlink-x2")
+    model = IssueModel(**{**vars(p.issue), "threads_ref": 256, "thread_terms": ((256, 0.0, 0.0), (1024, 0.05, 0.0))})
+    path = tmp_path / "t.json"
+    save_profile(dataclasses.replace(p, issue=model), path)
+    assert load_profile(path).issue == model
+    assert "thread_terms" not in toy_platform().to_dict()["t_iss0"]
+    with pytest.raises(ProfileError, match="given together"):
+        IssueModel(t_fixed_us=0.1, threads_ref=256)

@@ -15,6 +15,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
+import numpy as np
+
+from xsim.arbitration import Arbitration, ArbitrationError
 from xsim.fileio import atomic_write, decode, parse_json, read_bytes
 from xsim.units import KIB, gbps_to_bytes_per_us
 
@@ -47,6 +50,12 @@ class IssueModel:
     then the rest at the producer's own store-issue rate unless the K producers together hit an
     aggregate injection ceiling. ``None`` rates are unlimited; without ``fast_bytes`` the model
     is the one-rate form ``t_fixed_us + B * max(1/producer, K/aggregate)``.
+
+    Optionally a threads-per-CTA term (measured on H200: 256 threads issue 8 KiB 15-25 % faster
+    than 128, 512 or 1024; docs/calibration.md): the model above is for ``threads_ref`` threads,
+    and ``thread_terms`` holds ``(threads, extra_us, extra_us_per_kib)`` per measured thread
+    count, added as ``extra_us + extra_us_per_kib * B / KiB``; between measured counts the terms
+    are interpolated in log2(threads), outside them clamped. ``threads = None`` is the reference.
     """
 
     t_fixed_us: float = 0.0
@@ -54,8 +63,17 @@ class IssueModel:
     aggregate_issue_gbps: float | None = None
     fast_bytes: float | None = None
     fast_issue_gbps: float | None = None
+    threads_ref: int | None = None
+    thread_terms: tuple[tuple[int, float, float], ...] | None = None
 
     def __post_init__(self) -> None:
+        if self.thread_terms is not None:
+            terms = tuple(sorted((int(t), float(a), float(c)) for t, a, c in self.thread_terms))
+            if not terms or any(t <= 0 or not (math.isfinite(a) and math.isfinite(c)) for t, a, c in terms):
+                raise ProfileError('"thread_terms" must be (threads > 0, extra_us, extra_us_per_kib) triples')
+            object.__setattr__(self, "thread_terms", terms)
+        if (self.threads_ref is None) != (self.thread_terms is None):
+            raise ProfileError('"threads_ref" and "thread_terms" must be given together')
         if not isinstance(self.t_fixed_us, (int, float)) or isinstance(self.t_fixed_us, bool) \
                 or not math.isfinite(self.t_fixed_us) or not self.t_fixed_us >= 0:
             raise ProfileError(f'"t_fixed_us" must be a finite number >= 0, got {self.t_fixed_us!r}')
@@ -66,8 +84,24 @@ class IssueModel:
         if (self.fast_bytes is None) != (self.fast_issue_gbps is None):
             raise ProfileError('"fast_bytes" and "fast_issue_gbps" must be given together')
 
-    def t_iss0_us(self, producers: int, burst_bytes: float) -> float:
-        """Backpressure-free issue time of a burst of ``producers`` x ``burst_bytes``."""
+    def thread_extra_us(self, threads: int | None, burst_bytes: float) -> float:
+        """The threads-per-CTA term at ``threads`` (0 for the reference count or without terms)."""
+        if threads is None or self.thread_terms is None or threads == self.threads_ref:
+            return 0.0
+        ts = [math.log2(t) for t, _, _ in self.thread_terms]
+        x = min(max(math.log2(threads), ts[0]), ts[-1])
+        extra = float(np.interp(x, ts, [a for _, a, _ in self.thread_terms]))
+        per_kib = float(np.interp(x, ts, [c for _, _, c in self.thread_terms]))
+        return extra + per_kib * burst_bytes / 1024.0
+
+    def t_iss0_us(self, producers: int, burst_bytes: float, threads: int | None = None) -> float:
+        """Backpressure-free issue time of a burst of ``producers`` x ``burst_bytes`` (at
+        ``threads`` threads per producer; None: the reference count)."""
+        base = self._t_iss0_ref_us(producers, burst_bytes)
+        extra = self.thread_extra_us(threads, burst_bytes)
+        return base if extra == 0.0 else max(base + extra, 1e-3 * base)
+
+    def _t_iss0_ref_us(self, producers: int, burst_bytes: float) -> float:
         us_per_byte = 0.0
         if self.producer_issue_gbps is not None:
             us_per_byte = 1.0 / gbps_to_bytes_per_us(self.producer_issue_gbps)
@@ -133,6 +167,9 @@ class Platform:
     # barrier's latency and the per-burst loop bookkeeping outside the issue span.
     grid_barrier_us: float = 0.0
     burst_overhead_us: float = 0.0
+    # Weights by the SM a CTA runs on, and their per-burst spread (xsim.arbitration); when given
+    # with sm_weights, they replace producer_weights.
+    arbitration: Arbitration | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -160,14 +197,17 @@ class Platform:
         if self.status not in ("measured", "published", "override"):
             raise ProfileError(f'"status" must be measured, published or override, got {self.status!r}')
 
-    def t_iss0_us(self, producers: int, burst_bytes: float) -> float:
-        return self.issue.t_iss0_us(producers, burst_bytes)
+    def t_iss0_us(self, producers: int, burst_bytes: float, threads: int | None = None) -> float:
+        return self.issue.t_iss0_us(producers, burst_bytes, threads)
 
     def capacity_bytes(self, producers: int) -> float:
         return self.capacity.capacity_bytes(producers)
 
     def weights_for(self, producers: int) -> list[float]:
-        """Arbitration weights of producers 0..K-1 (cycling the measured ones if K exceeds them)."""
+        """Arbitration weights of producers 0..K-1: by the SM each runs on (``arbitration``), else
+        by CTA rank (cycling the measured ones if K exceeds them)."""
+        if self.arbitration is not None and self.arbitration.sm_weights is not None:
+            return self.arbitration.weights_for(producers)
         if self.producer_weights is None:
             return [1.0] * producers
         return [self.producer_weights[p % len(self.producer_weights)] for p in range(producers)]
@@ -217,9 +257,11 @@ class Platform:
             "gpu": {"sms": self.sms, "count": self.gpus},
             "drain_rate_gbps": self.drain_rate_gbps,
             "link_drain_rate_gbps": self.link_drain_rate_gbps,
-            "t_iss0": dataclasses.asdict(self.issue),
+            "t_iss0": {k: v for k, v in dataclasses.asdict(self.issue).items()
+                       if v is not None or k not in ("threads_ref", "thread_terms")},
             "capacity": dataclasses.asdict(self.capacity),
-            "arbitration": {"producer_weights": None if self.producer_weights is None else list(self.producer_weights)},
+            "arbitration": {"producer_weights": None if self.producer_weights is None else list(self.producer_weights),
+                            **(self.arbitration.to_dict() if self.arbitration is not None else {})},
             "microbench": {"grid_barrier_us": self.grid_barrier_us, "burst_overhead_us": self.burst_overhead_us},
             "provenance": dict(self.provenance),
         }
@@ -246,7 +288,10 @@ class Platform:
                 producer_weights=_weights(arbitration.get("producer_weights")),
                 grid_barrier_us=microbench.get("grid_barrier_us", 0.0),
                 burst_overhead_us=microbench.get("burst_overhead_us", 0.0),
+                arbitration=Arbitration.from_dict(arbitration),
             )
+        except ArbitrationError as exc:
+            raise ProfileError(str(exc)) from None
         except KeyError as exc:
             raise ProfileError(f"profile is missing the key {exc.args[0]!r}") from None
         except TypeError as exc:

@@ -16,8 +16,15 @@ platform's per-burst loop bookkeeping ``burst_overhead_us``, no bytes).
   and overlaps the drain's tail (the hardware's aligned zero-gap period is V/R, not
   V/R + latency): a producer arrives at the later of gap end + latency and its drain end.
   With ``barrier_waits_drain = false`` it arrives at gap end + latency.
-- Producers share the drain by the platform's arbitration weights when the X-Stage is full;
-  unequal weights make free-running producers drift out of phase, as on the hardware.
+- ``barrier_fence = true``: the barrier fences before it arrives (``__threadfence()`` then the
+  arrival atomic, as cooperative-groups grid sync does): a producer arrives its latency after
+  its stores have drained, so the zero-gap aligned period is V/R + latency.
+- Producers share the drain by the platform's arbitration weights when the X-Stage is full
+  (by the SM each CTA runs on, ``xsim.arbitration``); unequal weights make free-running
+  producers drift out of phase, as on the hardware. With the platform's per-burst spread
+  (``burst_spread``, aligned bursts that wait for the drain) every (CTA, burst) is its own DES
+  producer with weight ``w_SM * f[p, j]`` (``xsim.builders._microbench_layout``).
+- ``threads``: threads per CTA for the profile's threads-per-CTA term of T_iss0 (0: reference).
 """
 
 from __future__ import annotations
@@ -26,8 +33,10 @@ import numpy as np
 
 from xsim.closedform import steady_state
 from xsim.closedform.burst_gap import isolated_burst
+from xsim.builders import _microbench_layout as layout
 from xsim.params import Param
 from xsim.platform import Platform
+from xsim.stats import Stats
 from xsim.units import KIB, gbps_to_bytes_per_us
 from xsim.workload import COUPLINGS, Workload, XStageParams
 
@@ -43,6 +52,10 @@ PARAMS = {
     "staging_depth": Param("int", 0, "staging slots S (0: the producer issues its own stores)", minimum=0),
     "coupling": Param("str", "xstage", "when a staging slot frees", choices=COUPLINGS),
     "peers": Param("int", 1, "destination GPUs the burst is spread over evenly", minimum=1),
+    "barrier_fence": Param("bool", False, "the barrier fences before it arrives (__threadfence() then the "
+                           "arrival atomic): a producer arrives its latency after its stores have drained"),
+    "burst_spread": Param("bool", True, "draw the platform's per-burst arbitration spread for every aligned burst"),
+    "threads": Param("int", 0, "threads per producer CTA (0: the profile's reference count)", minimum=0),
 }
 
 
@@ -67,32 +80,33 @@ def size(params: dict, platform: Platform) -> tuple[int, float]:
 def build(params: dict, platform: Platform) -> Workload:
     _validate(params)
     k, n, b = params["producers"], params["bursts"], float(params["burst_bytes"])
-    aligned, isolated = params["aligned"], params["mode"] == "isolated"
-    burst = np.tile(np.repeat(np.arange(n), 2), k)      # burst index of every tile
-    is_burst = np.tile(np.array([True, False]), k * n)  # burst tile, then its gap tile
-    barrier = aligned & ~is_burst  # the gap tile arrives at burst j's barrier; burst j + 1 waits
+    isolated = params["mode"] == "isolated"
+    spread = layout.spread_layout(params, platform)
+    names, arrays = layout.blocks(params, platform, platform.t_iss0_us(k, b, params["threads"] or None))
+    m = len(names)
+    if spread:  # producer v = j K + p is CTA p's burst j
+        arrays = {name: np.ascontiguousarray(a.transpose(1, 0, 2)).ravel() for name, a in arrays.items()}
+    else:
+        arrays = {name: a.ravel() for name, a in arrays.items()}
+    weights = np.asarray(platform.weights_for(k), dtype=float)
+    if spread:
+        backlog = b - platform.capacity_bytes(k) / k
+        weights = (weights[:, None] * platform.arbitration.burst_factors(k, n, backlog)).T.ravel()
+    streams, per_stream = (k * n, m) if spread else (k, n * m)
+    n_tiles = k * n * m
     return Workload(
-        offsets=np.arange(0, 2 * k * n + 1, 2 * n, dtype=np.int64),
-        producer_gpu=np.zeros(k, dtype=np.int64),
-        kind=np.where(is_burst, 0, 1).astype(np.int64),
-        kind_names=("burst", "gap"),
-        mainloop_us=np.where(is_burst, 0.0, params["gap_us"] + platform.burst_overhead_us
-                             + (platform.grid_barrier_us if aligned else 0.0)),
-        epilogue_us=np.zeros(2 * k * n),
-        bytes=np.where(is_burst, b, 0.0),
-        t_iss0_us=np.full(2 * k * n, platform.t_iss0_us(k, b)),
-        release_us=np.zeros(2 * k * n),
-        wait_counter=np.where(aligned & is_burst & (burst > 0), burst - 1, -1).astype(np.int64),
-        wait_value=np.where(aligned & is_burst & (burst > 0), k, 0).astype(np.int64),
-        signal_counter=np.where(barrier, burst, -1).astype(np.int64),
-        signal_on_drain=barrier & params["barrier_waits_drain"],
-        n_counters=n if aligned else 0,
+        offsets=np.arange(0, n_tiles + 1, per_stream, dtype=np.int64),
+        producer_gpu=np.zeros(streams, dtype=np.int64),
+        kind_names=names,
+        epilogue_us=np.zeros(n_tiles),
+        release_us=np.zeros(n_tiles),
+        n_counters=layout.counters(params, names),
         xstages=(XStageParams(gbps_to_bytes_per_us(platform.effective_drain_rate_gbps(params["peers"])),
-                              platform.capacity_bytes(k)),),
+                              platform.capacity_bytes(k) * (n if spread else 1)),),
         staging_depth=1 if isolated else params["staging_depth"],
         coupling="completion-coupled" if isolated else params["coupling"],
-        burst_index=burst.astype(np.int64),
-        producer_weight=np.asarray(platform.weights_for(k), dtype=float),
+        producer_weight=weights,
+        **arrays,
     )
 
 
@@ -112,11 +126,33 @@ def predict(params: dict, platform: Platform) -> dict:
             "g_star_us": ss.g_star_us}
 
 
+def issue_max_samples(result, warmup_bursts: int, params: dict | None = None) -> np.ndarray:
+    """Per burst after the warm-up: the longest producer's issue span (the slowest CTA), us."""
+    w = result.workload
+    if params is not None and not layout.is_plain(result, params):
+        start, end = layout.per_burst(result, params)
+        return (end - start)[:, warmup_bursts:].max(axis=0) if start.shape[1] > warmup_bursts else np.zeros(0)
+    keep = (w.bytes > 0) & (w.burst_index >= warmup_bursts)
+    if not keep.any():
+        return np.zeros(0)
+    idx = w.burst_index[keep]
+    out = np.full(int(idx.max()) + 1, -np.inf)
+    np.maximum.at(out, idx, result.issue_us[keep])
+    return out[np.isfinite(out)]
+
+
 def summarize(result, params: dict) -> dict:
     warm = params["warmup_bursts"]
+    if layout.is_plain(result, params):
+        period, issue = result.period_stats(warm), result.issue_stats(warm)
+    else:
+        start, end = layout.per_burst(result, params)
+        period = Stats.of(np.diff(start, axis=1)[:, max(warm - 1, 0):].ravel())
+        issue = Stats.of((end - start)[:, warm:].ravel())
     return {
-        "period_us": result.period_stats(warm).to_dict(),
-        "issue_us": result.issue_stats(warm).to_dict(),
+        "period_us": period.to_dict(),
+        "issue_us": issue.to_dict(),
+        "issue_max_us": Stats.of(issue_max_samples(result, warm, params)).to_dict(),
         "burst_issue_us": result.burst_issue_stats(warm).to_dict(),
         "stall_us": result.stall_stats().to_dict(),
         "makespan_us": result.makespan_us,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from xsim.commands.common import add_json_option, print_json, print_table
@@ -20,6 +21,10 @@ def add_parser(sub):
     p.add_argument("--traces", metavar="DIR", default=None,
                    help="per-burst traces for the arbitration weights (default: NAME-traces/ beside the first records file)")
     p.add_argument("--fair", action="store_true", help="no arbitration weights (every producer served equally)")
+    p.add_argument("--weights-by", choices=("sm", "rank"), default="sm",
+                   help="index the arbitration weights by the SM a CTA runs on (default) or by CTA rank")
+    p.add_argument("--no-des", action="store_true",
+                   help="do not fit the per-burst spread nor record the DES's held-out errors (closed forms only)")
     add_json_option(p)
     return p
 
@@ -46,25 +51,33 @@ def _rows(profile) -> list[tuple[str, object]]:
         for mode in ("aligned", "free_running"):
             e = errors[mode]
             rows.append((f"held-out {model} {mode}", f'period MAPE {format_percent(e["period_mape"])}, '
-                                                    f'mean issue MAPE {format_percent(e["issue_mean_mape"])}'))
+                                                    f'mean issue MAPE {format_percent(e["issue_mean_mape"])}, '
+                                                    f'p90 {format_percent(e.get("issue_p90_mape"))}, '
+                                                    f'max {format_percent(e.get("issue_max_mape"))} '
+                                                    f'(n={e.get("n_max_points", 0)})'))
     return rows
 
 
-def _weights(args, mechanism: str):
-    """Arbitration weights from the backpressured isolated trace, when one is there."""
-    from calibration.arbitration import choose_trace, weights_from_trace
+def _traces(args) -> Path | None:
     from calibration.records import RecordError
 
-    if args.fair:
-        return None
     name = args.name or Path(args.output).stem
     folder = Path(args.traces) if args.traces else Path(args.records[0]).parent / f"{name}-traces"
     if not folder.is_dir():
         if args.traces:
             raise RecordError(f"traces folder {args.traces} does not exist")
         return None
+    return folder
+
+
+def _weights(args, mechanism: str, folder: Path | None):
+    """Arbitration weights from the backpressured isolated trace, when one is there, and its path."""
+    from calibration.arbitration import choose_trace, weights_from_trace
+
+    if args.fair or folder is None:
+        return None, None
     trace = choose_trace(folder, mechanism)
-    return weights_from_trace(trace) if trace is not None else None
+    return (weights_from_trace(trace), trace) if trace is not None else (None, None)
 
 
 def run(args) -> int:
@@ -72,6 +85,7 @@ def run(args) -> int:
     from calibration.profile import build_profile
     from calibration.records import RecordError, load_records
     from calibration.stages import FitError
+    from calibration.tails import load_trace_tails
 
     rs = load_records(args.records)
     check_output(args.output, "profile")  # before the fit: `-o RECORDS` must not cost the measurements
@@ -79,7 +93,22 @@ def run(args) -> int:
         fit = fit_records(rs, args.mechanism, args.statistic)
     except FitError as exc:
         raise RecordError(f"cannot fit {', '.join(Path(r).name for r in args.records)}: {exc}") from None
-    profile = build_profile(fit, rs, args.name or Path(args.output).stem, weights=_weights(args, fit.mechanism))
+    name = args.name or Path(args.output).stem
+    folder = _traces(args)
+    weights, trace = _weights(args, fit.mechanism, folder)
+    tails = load_trace_tails(folder)
+    spread = des_errors = None
+    if not args.no_des:
+        from calibration.profile import base_platform
+        from calibration.spread import fit_spread
+        from xsim.report.micro import heldout_errors
+
+        if trace is not None:
+            base = dataclasses.replace(base_platform(fit, rs, name), producer_weights=weights.weights)
+            spread = fit_spread(base, trace, folder, fit.mechanism, by_sm=args.weights_by == "sm")
+        first = build_profile(fit, rs, name, weights=weights, spread=spread)
+        des_errors = heldout_errors(rs, first, tails)
+    profile = build_profile(fit, rs, name, weights=weights, spread=spread, des_errors=des_errors)
     save_profile(profile, args.output)
     if args.json:
         print_json(profile.to_dict())

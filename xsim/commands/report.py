@@ -48,7 +48,7 @@ class Built:
 def _micro(rs, platform, args) -> Built:
     from xsim.report import micro, micro_page
 
-    rep = micro.build(rs, platform, des=not args.no_des)
+    rep = micro.build(rs, platform, des=not args.no_des, trace_tails=_trace_tails(platform))
 
     def tables():
         s = rep.summary
@@ -151,6 +151,14 @@ def _write_html(title: str, sections: list, output: Path) -> tuple[list[str], st
     page = Page(title, sections)
     page.write(output)
     return html.write_pngs(page.figures, output.parent, output.stem)
+
+
+def _trace_tails(platform):
+    """Measured max-over-CTA issue of the platform's shipped traces (for records without it)."""
+    from calibration.records import shipped_traces_dir
+    from calibration.tails import load_trace_tails
+
+    return load_trace_tails(shipped_traces_dir(platform.name))
 
 
 def run(args) -> int:

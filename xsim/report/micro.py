@@ -15,8 +15,9 @@ import numpy as np
 from calibration.dataset import choose_mechanism, split, store_records
 from calibration.fidelity import MODELS, mape_percent
 from calibration.records import RecordSet
+from calibration.tails import measured_issue_max
 from xsim.platform import REFERENCE_BURST_BYTES, REFERENCE_PRODUCERS, Platform
-from xsim.report.des_runs import default_engine, micro_params, simulate_point
+from xsim.report.des_runs import DEFAULT_TIMEOUT_S, default_engine, micro_params, simulate_point
 
 HEADLINE_MODELS = ("des", "mode-aware")  # the DES where it ran, else the closed form
 
@@ -50,11 +51,11 @@ class MicroReport:
     summary: dict
 
 
-def _measured(r) -> dict:
+def _measured(r, trace_tails: dict | None = None) -> dict:
     out = {f"issue_{k}": r.stat("issue_us", k) for k in ("mean", "median", "p90")}
+    out["issue_max"], out["issue_max_from"] = measured_issue_max(r, trace_tails)
     out.update({f"period_{k}": r.stat("period_us", k) if r.kind != "isolated" else float("nan")
                 for k in ("mean", "median", "p90")})
-    out["issue_max"] = r.stat("issue_us", "max")   # slowest (CTA, burst) issue: NaN where absent
     out["burst_issue_median"] = r.stat("burst_issue_us", "median")
     return out
 
@@ -65,18 +66,31 @@ def des_wanted(row: Row) -> bool:
     return row.heldout or main
 
 
-def _des(row: Row, record, platform: Platform, engine: str) -> dict | None:
+def _des(row: Row, record, platform: Platform, engine: str, timeout_s: float | None) -> dict | None:
     p = record.params
     params = micro_params("isolated" if row.kind == "isolated" else "periodic", row.producers, row.burst_bytes,
                           row.gap_us, row.aligned, int(p.get("bursts", 64)), int(p.get("warmup_bursts", 16)))
-    s = simulate_point(params, platform, engine)
+    s = simulate_point(params, platform, engine, timeout_s)
     if s is None:
         return None
     out = {"issue_us": s["issue_us"]["mean"], "issue_median_us": s["issue_us"]["median"],
-           "issue_p90_us": s["issue_us"]["p90"], "issue_max_us": s["issue_us"]["max"]}
+           "issue_p90_us": s["issue_us"]["p90"], "issue_max_us": s["issue_max_us"]["mean"]}
     if row.kind != "isolated":
         out["period_us"] = s["period_us"]["mean"]
     return out
+
+
+def _tail_mapes(rows: list[Row], model: str) -> dict:
+    """p90 issue MAPE over the rows, max-over-CTA issue MAPE over their aligned rows with a measured max.
+
+    Only a model that predicts a distribution (the DES) has tails; NaN for the closed forms."""
+    pred = lambda r, key: r.predicted[model].get(key, np.nan)  # noqa: E731
+    tails = [r for r in rows if r.aligned and np.isfinite(r.measured.get("issue_max", np.nan))]
+    return {"issue_p90_mape": mape_percent([pred(r, "issue_p90_us") for r in rows],
+                                           [r.measured["issue_p90"] for r in rows]),
+            "issue_max_mape": mape_percent([pred(r, "issue_max_us") for r in tails],
+                                           [r.measured["issue_max"] for r in tails]),
+            "n_max_points": len(tails)}
 
 
 def _errors(rows: list[Row], model: str) -> dict:
@@ -91,12 +105,8 @@ def _errors(rows: list[Row], model: str) -> dict:
                                             [r.measured["issue_mean"] for r in sub]),
             "issue_median_mape": mape_percent([r.predicted[model]["issue_us"] for r in sub],
                                               [r.measured["issue_median"] for r in sub]),
-            # tails: only a model that predicts a distribution (the DES) has them; NaN otherwise
-            "issue_p90_mape": mape_percent([r.predicted[model].get("issue_p90_us", np.nan) for r in sub],
-                                           [r.measured["issue_p90"] for r in sub]),
-            "issue_max_mape": mape_percent([r.predicted[model].get("issue_max_us", np.nan) for r in sub],
-                                           [r.measured["issue_max"] for r in sub]),
             "n_points": len(sub),
+            **_tail_mapes(sub, model),
         }
     both = [r for r in rows if model in r.predicted]
     per = [r for r in both if r.kind == "periodic"]
@@ -104,7 +114,15 @@ def _errors(rows: list[Row], model: str) -> dict:
                                               [r.measured["period_mean"] for r in per]),
                   "issue_mean_mape": mape_percent([r.predicted[model]["issue_us"] for r in both],
                                                   [r.measured["issue_mean"] for r in both]),
-                  "n_points": len(both)}
+                  "n_points": len(both), **_tail_mapes(both, model)}
+    return out
+
+
+def _max_sources(rows: list[Row]) -> dict:
+    """How many rows have a measured max-over-CTA issue, from records' stats or from traces."""
+    out = {"record": 0, "trace": 0, "none": 0}
+    for r in rows:
+        out[r.measured["issue_max_from"]] += 1
     return out
 
 
@@ -124,8 +142,22 @@ def _time_range(records) -> list[str] | None:
     return [times[0], times[-1]] if times else None
 
 
-def build(rs: RecordSet, platform: Platform, des: bool = True, engine: str | None = None) -> MicroReport:
-    """Every store record of the profile's mechanism beside its predictions, plus the summary."""
+def heldout_errors(rs: RecordSet, platform: Platform, trace_tails: dict | None = None,
+                   engine: str | None = None) -> dict:
+    """The DES's errors on the held-out points only (what ``xsim calibrate`` records). No time
+    limit: a point skipped for a slow machine would change the profile's bytes."""
+    rep = build(rs, platform, des=True, engine=engine, trace_tails=trace_tails, des_for="heldout",
+                des_timeout_s=None)
+    return rep.summary["heldout_errors_percent"]["des"]
+
+
+def build(rs: RecordSet, platform: Platform, des: bool = True, engine: str | None = None,
+          trace_tails: dict | None = None, des_for: str = "report",
+          des_timeout_s: float | None = DEFAULT_TIMEOUT_S) -> MicroReport:
+    """Every store record of the profile's mechanism beside its predictions, plus the summary.
+
+    ``trace_tails`` (:func:`calibration.tails.load_trace_tails`): measured max-over-CTA issue for
+    records that predate ``stats.issue_max_us``."""
     wanted = (platform.provenance or {}).get("fit", {}).get("mechanism")
     mech = choose_mechanism(rs, wanted if wanted in {r.params.get("mechanism") for r in rs.records} else None)
     recs = store_records(rs, mech)
@@ -136,11 +168,11 @@ def build(rs: RecordSet, platform: Platform, des: bool = True, engine: str | Non
     for rec in recs:
         p = rec.params
         row = Row(rec.kind, int(p["producers"]), int(p["burst_bytes"]), float(p["gap_us"]), bool(p["aligned"]),
-                  rec.where in held, _measured(rec), where=rec.where)
+                  rec.where in held, _measured(rec, trace_tails), where=rec.where)
         for name, predict in MODELS.items():
             row.predicted[name] = predict(rec, platform)
-        if des and des_wanted(row):
-            result = _des(row, rec, platform, engine)
+        if des and (row.heldout if des_for == "heldout" else des_wanted(row)):
+            result = _des(row, rec, platform, engine, des_timeout_s)
             if result is None:
                 skipped += 1
             else:
@@ -159,6 +191,10 @@ def build(rs: RecordSet, platform: Platform, des: bool = True, engine: str | Non
         "t_iss0_us": platform.t_iss0_us(REFERENCE_PRODUCERS, REFERENCE_BURST_BYTES),
         "period_mape": head["all"]["period_mape"],
         "issue_mean_mape": head["all"]["issue_mean_mape"],
+        "issue_p90_mape": head["all"]["issue_p90_mape"],
+        "issue_max_mape": head["all"]["issue_max_mape"],
+        "n_issue_max_points": head["all"]["n_max_points"],
+        "issue_max_source": _max_sources(heldout),
         "headline_model": headline,
         "ce_ratio": _ce_ratio(rs, platform),
         "n_points": len(rows),
