@@ -230,13 +230,14 @@ def shipped_record_files(platform: str | None = None) -> list:
     """The record files that ship with the package (``calibration/records/*.jsonl``), sorted.
 
     Shipped files are named ``<platform>-<experiment>[-...].jsonl``; with ``platform`` given, only
-    that platform's files (one RecordSet holds one platform).
+    that platform's files (one RecordSet holds one platform; ``h200`` does not match ``h200-pcie-host-*``).
     """
     folder = resources.files("calibration") / "records"
     if not folder.is_dir():
         return []
-    return sorted((e for e in folder.iterdir() if e.name.endswith(".jsonl")
-                   and (platform is None or e.name.startswith(f"{platform}-"))), key=lambda e: e.name)
+    prefixes = tuple(f"{platform}-{e}" for e in EXPERIMENTS) if platform is not None else ("",)
+    return sorted((e for e in folder.iterdir() if e.name.endswith(".jsonl") and e.name.startswith(prefixes)),
+                  key=lambda e: e.name)
 
 
 def load_shipped_records(experiment: str | None = None, platform: str | None = None) -> RecordSet | None:

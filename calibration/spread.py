@@ -39,7 +39,7 @@ class SpreadFit:
 
 
 def _trace_point(path: Path) -> tuple[dict, tuple[float, float, float]]:
-    from xsim.report.des_runs import micro_params
+    from xsim.simulate_point import micro_params
 
     with np.load(path) as data:
         meta = json.loads(str(data["meta"]))
@@ -55,7 +55,7 @@ def _trace_point(path: Path) -> tuple[dict, tuple[float, float, float]]:
 def _simulate(params: dict, platform: Platform) -> tuple[float, float, float]:
     from xsim.builders import microbench
     from xsim.des import simulate
-    from xsim.report.des_runs import default_engine
+    from xsim.simulate_point import default_engine
 
     workload = microbench.build(params, platform)
     s = microbench.summarize(simulate(workload, engine=default_engine(platform), trace=False), params)

@@ -21,12 +21,13 @@ import sys
 import numpy as np
 
 from . import fa, fa_layout, records
+from .destination import H200_L2_BYTES, RING_L2_MULTIPLE, ring_bursts
 from .fa import FAShape
 from .fa_variants import INSTRUMENTED, VARIANTS, Case, KernelConfig, record_kind
 
 SUITES = {"full": (1024, 4096, 16384, 65536, 2048, 8192, 32768, 3072, 6144, 12288),
           "quick": (1024, 4096, 16384)}
-RING_BYTES = 240 * 2**20            # fresh host addresses: a line is rewritten after >= 4x L2
+RING_BYTES = RING_L2_MULTIPLE * H200_L2_BYTES   # fresh host addresses: a line is rewritten after >= 4x L2
 MAX_SLOTS = 32
 TARGET_RUN_US = 4000.0              # a graph replay long enough for event timing
 
@@ -74,7 +75,7 @@ def _host_view(nbytes: int, device):
 def slots_for(shape: FAShape) -> int:
     """Ring slots so that >= RING_BYTES of remote stores separate two writes of one line."""
     written = shape.out_bytes * (shape.sp - 1) // shape.sp
-    return max(1, min(MAX_SLOTS, math.ceil(RING_BYTES / written)))
+    return ring_bursts(written, MAX_SLOTS)
 
 
 def host_bytes_for(shapes_: list[FAShape]) -> int:

@@ -87,15 +87,14 @@ def bench(experiment: str, nproc: int | None, out: Path, extra_args: list[str], 
     unknown target or one the GPU count cannot serve."""
     if experiment not in EXPERIMENTS:
         raise ValueError(f'"experiment" must be one of {sorted(EXPERIMENTS)}, got {experiment!r}.')
-    check_kind(target, 2 if target == "peer" else 1)   # an unknown target fails before any GPU look-up
     found = gpu_count()
     if found == 0:
         raise NoGPUError(NO_GPU_MESSAGE)
-    if nproc is None:
-        nproc = found if target == "peer" else 1
     if target == "peer" and found < 2:
         raise DestinationError(f"--target peer needs at least 2 GPUs, found {found}: use --target host on one GPU")
-    check_kind(target, nproc)
+    if nproc is None:
+        nproc = found if target == "peer" else 1
+    check_kind(target, nproc)   # an unknown target; peer with --nproc 1
     if not 1 <= nproc <= found:
         raise ValueError(f'"nproc" must be in [1, {found}] (GPUs found), got {nproc}.')
     env = {}

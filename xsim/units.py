@@ -117,24 +117,24 @@ def _missing(value) -> bool:
     return value is None or (isinstance(value, float) and not math.isfinite(value))
 
 
+def _stepped(value: float | None, steps, base_name: str) -> str:
+    """``value`` in the largest unit of ``steps`` ((size, name), largest first) it reaches."""
+    if _missing(value):
+        return BLANK
+    for size, name in steps:
+        if abs(value) >= size:
+            return f"{_sig(value / size)} {name}"
+    return f"{_sig(value)} {base_name}"
+
+
 def format_bytes(n_bytes: float | None) -> str:
     """``4325376`` -> ``'4.12 MiB'``; ``512`` -> ``'512 B'`` (KiB = 1024 bytes)."""
-    if _missing(n_bytes):
-        return BLANK
-    for size, name in _BYTE_STEPS:
-        if abs(n_bytes) >= size:
-            return f"{_sig(n_bytes / size)} {name}"
-    return f"{_sig(n_bytes)} B"
+    return _stepped(n_bytes, _BYTE_STEPS, "B")
 
 
 def format_us(t_us: float | None) -> str:
     """Microseconds -> ``'0.54 µs'``, ``'2.45 ms'``, ``'1.2 s'``."""
-    if _missing(t_us):
-        return BLANK
-    for size, name in _TIME_STEPS_US:
-        if abs(t_us) >= size:
-            return f"{_sig(t_us / size)} {name}"
-    return f"{_sig(t_us)} µs"
+    return _stepped(t_us, _TIME_STEPS_US, "µs")
 
 
 def format_gbps(rate_gbps: float | None) -> str:

@@ -32,12 +32,13 @@ def add_platform_options(parser) -> None:
     group.add_argument("--capacity-bytes", metavar="BYTES", type=unit_arg(parse_bytes), help="constant outstanding capacity Q")
 
 
-def platform_from_args(args) -> Platform:
+def platform_from_args(args, name_or_path: str | None = None) -> Platform:
+    """The platform named by ``--platform`` (or ``name_or_path`` when given) with the overrides applied."""
     for name in ("t_iss0_us", "drain_gbps", "capacity_bytes"):
         value = getattr(args, name)
         if value is not None and not value > 0:
             raise ParamError(f"--{name.replace('_', '-')} must be > 0, got {value:g}")
-    platform = resolve_platform(args.platform)
+    platform = resolve_platform(args.platform if name_or_path is None else name_or_path)
     return platform.with_overrides(args.t_iss0_us, args.drain_gbps, args.capacity_bytes)
 
 

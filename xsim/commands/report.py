@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from xsim.commands.common import add_json_option, add_platform_options, print_json, print_table
+from xsim.commands.common import add_json_option, add_platform_options, platform_from_args, print_json, print_table
 from xsim.report import EXPERIMENTS
 
 MICRO_KEYS = ("drain_rate_gbps", "capacity_bytes", "t_iss0_us", "period_mape", "issue_mean_mape",
@@ -77,7 +77,7 @@ def _moe(rs, platform, args) -> Built:
 def _fa_a2a(rs, platform, args) -> Built:
     from xsim.report.fa_a2a_tables import print_report
     from xsim.report import fa_a2a, fa_a2a_page
-    from xsim.report.des_runs import default_engine
+    from xsim.simulate_point import default_engine
 
     rep = fa_a2a.build(rs, platform, engine=None if args.no_des else default_engine(platform))
     return Built(rep.summary, fa_a2a.HEADLINE_KEYS, fa_a2a_page.section(rep), lambda: print_report(rep),
@@ -92,22 +92,15 @@ def _note(experiment: str, platform: str | None = None) -> str:
     return f"no {experiment} records exist{where} yet: nothing to compare (run xsim bench {experiment} first)"
 
 
-def _platform(name_or_file, args):
-    from xsim.commands.common import platform_from_args
-
-    args.platform = name_or_file
-    return platform_from_args(args)
-
-
 def _targets(args, wanted) -> list[tuple[object, object]]:
     """(platform, records) pairs to report on."""
     from calibration.records import RecordError, load_records, load_shipped_records, shipped_record_files
     from xsim.platform import DEFAULT_PLATFORM, shipped_platforms
 
     if args.records:
-        return [(_platform(args.platform, args), load_records(args.records))]
+        return [(platform_from_args(args), load_records(args.records))]
     if args.platform is not None:
-        platform = _platform(args.platform, args)
+        platform = platform_from_args(args)
         rs = load_shipped_records(platform=platform.name)
         if rs is None:
             raise RecordError(f"no records shipped for platform {platform.name!r} in calibration/records/")
@@ -122,7 +115,7 @@ def _targets(args, wanted) -> list[tuple[object, object]]:
             names = ", ".join(p for p, _ in found)
             raise RecordError(f"{wanted[0]} records ship for {names}: give --platform")
         found = found[:1]
-    return [(_platform(p, args), rs) for p, rs in found]
+    return [(platform_from_args(args, p), rs) for p, rs in found]
 
 
 def _title(rs_list, wanted, platforms) -> str:

@@ -17,7 +17,7 @@ from calibration.fidelity import MODELS, mape_percent
 from calibration.records import RecordSet
 from calibration.tails import measured_issue_max
 from xsim.platform import REFERENCE_BURST_BYTES, REFERENCE_PRODUCERS, Platform
-from xsim.report.des_runs import DEFAULT_TIMEOUT_S, default_engine, micro_params, simulate_point
+from xsim.simulate_point import DEFAULT_TIMEOUT_S, default_engine, micro_params, simulate_point
 
 HEADLINE_MODELS = ("des", "mode-aware")  # the DES where it ran, else the closed form
 
