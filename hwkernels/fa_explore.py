@@ -32,9 +32,13 @@ FA_CONFIGS = {
     "bn64x2": (128, 64, 8, 2, True, 2, False, False),
     "grid": (128, 128, 8, 3, True, 0, False, False),
     "flat2": (128, 128, 8, 2, True, 1, True, False),
+    "bm64n128x2s1": (64, 128, 4, 1, True, 2, False, False),
+    "bm64x3s1": (64, 64, 4, 1, True, 3, False, False),
+    "bm64x2s3w8": (64, 64, 8, 3, True, 2, False, False),
 }
 # name: (pace, spread, order)
-PACED = {"p2": (2, True, "remote-first"), "p8": (8, True, "remote-first"),
+PACED = {"p2": (2, True, "remote-first"), "p4": (4, True, "remote-first"),
+         "p8": (8, True, "remote-first"),
          "p16": (16, True, "remote-first"), "p8def": (8, True, "default"),
          "p8con": (8, False, "remote-first")}
 
@@ -65,17 +69,20 @@ def _point(shape, cfg, host, programs, variant, repeats, instrument=True) -> dic
     return res
 
 
-def pace_section(host, sms, out, deadline, ms=(1024, 4096, 8192, 16384)):
+def pace_section(host, sms, out, deadline, ms=(1024, 4096, 8192, 16384), fa_cfg="base",
+                 paced=tuple(PACED)):
+    bm, bn, w, st, tma, per_sm, _, _ = FA_CONFIGS[fa_cfg]
     for m in ms:
-        shape = _shape(m)
-        for name, variant, cfg in [("fa-only", "fa-only", KernelConfig(8, 3, True)),
-                                   ("fused", "fused", KernelConfig(8, 3, True))] + [
-                (n, "fused-paced", KernelConfig(8, 3, True, pace=p, pace_spread=s, pace_order=o))
-                for n, (p, s, o) in PACED.items()]:
+        shape = _shape(m, bm, bn)
+        for name, variant, cfg in [("fa-only", "fa-only", KernelConfig(w, st, tma)),
+                                   ("fused", "fused", KernelConfig(w, st, tma))] + [
+                (n, "fused-paced", KernelConfig(w, st, tma, pace=PACED[n][0],
+                                                pace_spread=PACED[n][1], pace_order=PACED[n][2]))
+                for n in paced]:
             if time.time() > deadline:
                 return
-            r = {"section": "pace", "M": m, "name": name,
-                 **_point(shape, cfg, host, sms, variant, repeats=4)}
+            r = {"section": "pace", "M": m, "name": name, "fa_cfg": fa_cfg,
+                 **_point(shape, cfg, host, per_sm * sms, variant, repeats=4)}
             out.append(r)
             print(json.dumps(r, default=float), flush=True)
 
@@ -127,7 +134,7 @@ def summary(rows) -> str:
         if r["section"] == "pace":
             extra = (f" qloop={r.get('qloop_us', np.nan):.1f} p90={r.get('qloop_us_p90', np.nan):.1f}"
                      f" span={r.get('issue_span_us', np.nan):.2f} p90={r.get('issue_span_us_p90', np.nan):.2f}")
-        lines.append(f"{r['section']:>4} M={r['M']:>6} {r['name']:>9} ok={r.get('ok')} t={t:9.1f}"
+        lines.append(f"{r['section']:>4} {r.get('fa_cfg', '')} M={r['M']:>6} {r['name']:>9} ok={r.get('ok')} t={t:9.1f}"
                      f" regs={r.get('n_regs')} spills={r.get('n_spills')} smem={r.get('shared')}"
                      f"{extra} {r.get('error', '')[:160]}")
     return "\n".join(lines)
@@ -144,13 +151,16 @@ def main(argv=None) -> int:
     ap.add_argument("--pace-ms", default="1024,4096,8192,16384")
     ap.add_argument("--fa-ms", default="1024,3072,8192")
     ap.add_argument("--fa-configs", default=",".join(FA_CONFIGS), help="names of FA_CONFIGS")
+    ap.add_argument("--pace-config", default="base", help="the FA_CONFIGS entry of section pace")
+    ap.add_argument("--paced", default=",".join(PACED), help="names of PACED for section pace")
     args = ap.parse_args(argv)
     t_end = time.time() + args.budget_s
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     pace_ms = [int(x) for x in args.pace_ms.split(",") if x]
     fa_ms = [int(x) for x in args.fa_ms.split(",") if x]
     need = host_bytes_for([_shape(m, bm) for m in pace_ms + fa_ms for bm in (64, 128)])
-    host = _host_view(need, torch.device("cuda", 0)).cuda
+    host_buf = _host_view(need, torch.device("cuda", 0))    # keep it: freed with the object
+    host = host_buf.cuda
     rows: list = []
     try:
         for item in args.sections.split(","):
@@ -158,8 +168,11 @@ def main(argv=None) -> int:
             deadline = min(t_end, time.time() + float(secs or args.budget_s))
             if sec == "fa":
                 fa_section(host, sms, rows, deadline, fa_ms, args.fa_configs.split(","))
+            elif sec == "pace":
+                pace_section(host, sms, rows, deadline, pace_ms, args.pace_config,
+                             args.paced.split(","))
             else:
-                {"pace": pace_section, "chk": check_section}[sec](host, sms, rows, deadline, pace_ms)
+                check_section(host, sms, rows, deadline, pace_ms)
     finally:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1, default=float)
