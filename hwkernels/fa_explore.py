@@ -37,7 +37,7 @@ FA_CONFIGS = {
     "bm64x2s3w8": (64, 64, 8, 3, True, 2, False, False),
 }
 # name: (pace, spread, order)
-PACED = {"p2": (2, True, "remote-first"), "p4": (4, True, "remote-first"),
+PACED = {"p1": (1, True, "remote-first"), "p2": (2, True, "remote-first"), "p4": (4, True, "remote-first"),
          "p8": (8, True, "remote-first"),
          "p16": (16, True, "remote-first"), "p8def": (8, True, "default"),
          "p8con": (8, False, "remote-first")}
