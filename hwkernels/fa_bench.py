@@ -56,6 +56,8 @@ def parse_args(argv=None):
                     help="fused-paced: one chunk per KV step (default: spread over the Q-loop)")
     ap.add_argument("--pace-order", choices=("remote-first", "default"), default="remote-first",
                     help="fused-paced tile order (remote-first: the rank's own tiles last)")
+    ap.add_argument("--pace-masked", action="store_true",
+                    help="fused-paced: chunk code masked on every KV step (default: uniform if)")
     ap.add_argument("--config", default="",
                     help="JSON file whose 'best' is [block_m, block_n, num_warps, num_stages, "
                          "tma] (fa_tune's output); overrides those five options")
@@ -149,6 +151,7 @@ def params_of(case: Case, variant: str, replays: int, graph: bool, target: str) 
         p["fence"] = variant[3:]
     if variant == "fused-paced":
         p.update(pace_chunks=c.pace, pace_spread=c.pace_spread, tile_order=c.pace_order,
+                 pace_branch=c.pace_branch,
                  pace_stride_kv=fa.pace_stride(s, c.pace, c.pace_spread))
     return p
 
@@ -260,7 +263,7 @@ def main(argv=None) -> int:
         cases = shapes(args)
         cfg = KernelConfig(args.num_warps, args.num_stages, args.tma, flatten=args.flatten,
                            ws=args.ws, pace=args.pace, pace_spread=not args.pace_consecutive,
-                           pace_order=args.pace_order)
+                           pace_order=args.pace_order, pace_branch=not args.pace_masked)
     except ValueError as exc:
         print(f"fa_bench: {exc}", file=sys.stderr)
         return 2

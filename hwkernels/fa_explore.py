@@ -36,11 +36,12 @@ FA_CONFIGS = {
     "bm64x3s1": (64, 64, 4, 1, True, 3, False, False),
     "bm64x2s3w8": (64, 64, 8, 3, True, 2, False, False),
 }
-# name: (pace, spread, order)
-PACED = {"p1": (1, True, "remote-first"), "p2": (2, True, "remote-first"), "p4": (4, True, "remote-first"),
-         "p8": (8, True, "remote-first"),
-         "p16": (16, True, "remote-first"), "p8def": (8, True, "default"),
-         "p8con": (8, False, "remote-first")}
+# name: (pace, spread, order, branch)
+PACED = {"p1": (1, True, "remote-first", True), "p2": (2, True, "remote-first", True),
+         "p4": (4, True, "remote-first", True), "p8": (8, True, "remote-first", True),
+         "p16": (16, True, "remote-first", True), "p8def": (8, True, "default", True),
+         "p8con": (8, False, "remote-first", True), "p8m": (8, True, "remote-first", False),
+         "p16m": (16, True, "remote-first", False)}
 
 
 def _shape(m, bm=128, bn=128, tokens=4096):
@@ -69,16 +70,21 @@ def _point(shape, cfg, host, programs, variant, repeats, instrument=True) -> dic
     return res
 
 
+def _paced_cfg(w, st, tma, name) -> KernelConfig:
+    pace, spread, order, branch = PACED[name]
+    return KernelConfig(w, st, tma, pace=pace, pace_spread=spread, pace_order=order,
+                        pace_branch=branch)
+
+
 def pace_section(host, sms, out, deadline, ms=(1024, 4096, 8192, 16384), fa_cfg="base",
-                 paced=tuple(PACED)):
+                 paced=tuple(PACED), baselines=True):
     bm, bn, w, st, tma, per_sm, _, _ = FA_CONFIGS[fa_cfg]
+    base = [("fa-only", "fa-only", KernelConfig(w, st, tma)),
+            ("fused", "fused", KernelConfig(w, st, tma))] if baselines else []
     for m in ms:
         shape = _shape(m, bm, bn)
-        for name, variant, cfg in [("fa-only", "fa-only", KernelConfig(w, st, tma)),
-                                   ("fused", "fused", KernelConfig(w, st, tma))] + [
-                (n, "fused-paced", KernelConfig(w, st, tma, pace=PACED[n][0],
-                                                pace_spread=PACED[n][1], pace_order=PACED[n][2]))
-                for n in paced]:
+        for name, variant, cfg in base + [(n, "fused-paced", _paced_cfg(w, st, tma, n))
+                                          for n in paced]:
             if time.time() > deadline:
                 return
             r = {"section": "pace", "M": m, "name": name, "fa_cfg": fa_cfg,
@@ -90,12 +96,12 @@ def pace_section(host, sms, out, deadline, ms=(1024, 4096, 8192, 16384), fa_cfg=
 def check_section(host, sms, out, deadline, ms=(1024,)):
     """fused-paced on other shapes (rank 2 of N = 4; d = 64, N = 2): receiver side, timed."""
     for d, sp, rank, bm in ((128, 4, 2, 128), (64, 2, 0, 128), (128, 4, 1, 64)):
-        for name, (p, s, o) in PACED.items():
+        for name in PACED:
             if time.time() > deadline or name == "p8def" or (d, bm) != (128, 128) and name != "p8":
                 continue
             shape = FAShape(batch=2, heads=8, seq_len=ms[0], head_dim=d, sp=sp, rank=rank,
                             block_m=bm, block_n=bm)
-            cfg = KernelConfig(8 if bm == 128 else 4, 2, True, pace=p, pace_spread=s, pace_order=o)
+            cfg = _paced_cfg(8 if bm == 128 else 4, 2, True, name)
             r = {"section": "chk", "M": ms[0], "name": f"d{d}N{sp}r{rank}bm{bm}{name}",
                  **_point(shape, cfg, host, sms, "fused-paced", 2, False)}
             out.append(r)
@@ -153,6 +159,9 @@ def main(argv=None) -> int:
     ap.add_argument("--fa-configs", default=",".join(FA_CONFIGS), help="names of FA_CONFIGS")
     ap.add_argument("--pace-config", default="base", help="the FA_CONFIGS entry of section pace")
     ap.add_argument("--paced", default=",".join(PACED), help="names of PACED for section pace")
+    ap.add_argument("--no-baselines", action="store_true", help="section pace without fa-only, fused")
+    ap.add_argument("--pick", default="", metavar="ARGS.txt",
+                    help="write the fa_bench options of the fastest paced entry (summed over M)")
     args = ap.parse_args(argv)
     t_end = time.time() + args.budget_s
     sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -170,14 +179,35 @@ def main(argv=None) -> int:
                 fa_section(host, sms, rows, deadline, fa_ms, args.fa_configs.split(","))
             elif sec == "pace":
                 pace_section(host, sms, rows, deadline, pace_ms, args.pace_config,
-                             args.paced.split(","))
+                             args.paced.split(","), not args.no_baselines)
             else:
                 check_section(host, sms, rows, deadline, pace_ms)
     finally:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1, default=float)
         print(summary(rows))
+        if args.pick:
+            pick(rows, args.pick)
     return 0
+
+
+def pick(rows, path) -> str:
+    """fa_bench options of the paced entry with the smallest summed kernel time over the M that
+    every entry passed (default options if none passed)."""
+    ok = [r for r in rows if r["section"] == "pace" and r["name"] in PACED and r.get("ok")]
+    ms = {r["M"] for r in ok}
+    names = {r["name"] for r in ok}
+    full = [n for n in names if {r["M"] for r in ok if r["name"] == n} == ms]
+    opts = ""
+    if full:
+        best = min(full, key=lambda n: sum(r["kernel_us"] for r in ok if r["name"] == n))
+        pace, spread, order, branch = PACED[best]
+        opts = (f"--pace {pace} --pace-order {order}" + ("" if spread else " --pace-consecutive")
+                + ("" if branch else " --pace-masked"))
+        print(f"pick: {best} -> {opts}")
+    with open(path, "w") as f:
+        f.write(opts + "\n")
+    return opts
 
 
 if __name__ == "__main__":

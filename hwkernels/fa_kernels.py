@@ -24,7 +24,8 @@ the online softmax (scores in base 2), then the epilogue:
           written to the program's staging slot (`stage`, [programs, b_m, D] in HBM) and its
           host stores are spread over the program's next tile: PACE row chunks of b_m / PACE
           rows, chunk c stored after KV step c * pace_stride of the next Q-loop (the chunks the
-          Q-loop is too short for, and the program's last tile, are stored at the tile end).
+          Q-loop is too short for, and the program's last tile, are stored at the tile end);
+          BRANCH: the chunk code under a uniform `if` (else masked off on the other steps).
 ORDER 0: tile t in fa_layout.tiles order; ORDER 1: remote-first (fa_layout.remote_first_coords:
 the tiles of the other owners first, the rank's own tiles last, so the last wave stores to HBM).
 FLATTEN: the persistent loop as tl.range(flatten=True) (Triton may fuse it with the Q-loop);
@@ -126,13 +127,17 @@ def _store_to_owner(tile_val, out_ptr, remote_ptr, b, h, m0, rank, offs_m, offs_
 
 @triton.jit
 def _store_chunk(stage_ptr, remote_ptr, pend_off, c, do, row_stride, offs_c, offs_d,
-                 CH: tl.constexpr, D: tl.constexpr):
-    # Rows c*CH .. c*CH+CH-1 of the staged tile to its remote owner (masked off unless `do`).
+                 CH: tl.constexpr, D: tl.constexpr, MASKED: tl.constexpr = True):
+    # Rows c*CH .. c*CH+CH-1 of the staged tile to its remote owner (masked off unless `do`;
+    # MASKED False: the caller branched on `do`, plain loads and stores).
     rows = c * CH + offs_c
-    mask = tl.full([CH, D], True, tl.int1) & do
-    val = tl.load(stage_ptr + rows[:, None] * D + offs_d[None, :], mask=mask, cache_modifier=".cg")
+    src = stage_ptr + rows[:, None] * D + offs_d[None, :]
     dst = remote_ptr + pend_off + rows[:, None].to(tl.int64) * row_stride + offs_d[None, :]
-    tl.store(dst, val, mask=mask)
+    if MASKED:
+        mask = tl.full([CH, D], True, tl.int1) & do
+        tl.store(dst, tl.load(src, mask=mask, cache_modifier=".cg"), mask=mask)
+    else:
+        tl.store(dst, tl.load(src, cache_modifier=".cg"))
 
 
 @triton.jit
@@ -148,7 +153,7 @@ def _qloop(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n, offs_
            stage_ptr, remote_ptr, pend_off, pend, pace_stride, row_stride, offs_c,
            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr,
            UPCAST: tl.constexpr, TMA: tl.constexpr, PACE: tl.constexpr,
-           CHUNK: tl.constexpr, WS: tl.constexpr):
+           CHUNK: tl.constexpr, WS: tl.constexpr, BRANCH: tl.constexpr):
     m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     acc = tl.zeros([BLOCK_M, D], dtype=tl.float32)
@@ -174,8 +179,13 @@ def _qloop(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n, offs_
             j = start_n // BLOCK_N
             c = j // pace_stride
             do = (pend != 0) & (j % pace_stride == 0) & (c < PACE)
-            _store_chunk(stage_ptr, remote_ptr, pend_off, c, do, row_stride, offs_c, offs_d,
-                         CHUNK, D)
+            if BRANCH:   # a uniform branch: the other KV steps run no chunk code
+                if do:
+                    _store_chunk(stage_ptr, remote_ptr, pend_off, c, do, row_stride, offs_c,
+                                 offs_d, CHUNK, D, False)
+            else:
+                _store_chunk(stage_ptr, remote_ptr, pend_off, c, do, row_stride, offs_c, offs_d,
+                             CHUNK, D)
         kv_ptrs += BLOCK_N * D
         row += BLOCK_N
     return acc / l_i[:, None]
@@ -188,7 +198,7 @@ def fa_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, remote_ptr, stamps_ptr, flags_pt
                   MODE: tl.constexpr, FENCE: tl.constexpr, INSTR: tl.constexpr,
                   UPCAST: tl.constexpr, TMA: tl.constexpr, PACE: tl.constexpr,
                   CHUNK: tl.constexpr, ORDER: tl.constexpr, FLATTEN: tl.constexpr,
-                  WS: tl.constexpr):
+                  WS: tl.constexpr, BRANCH: tl.constexpr):
     pid = tl.program_id(0)
     offs_m = tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
@@ -218,7 +228,7 @@ def fa_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, remote_ptr, stamps_ptr, flags_pt
             q = q.to(tl.float32)
         o_tile = _qloop(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n, offs_d,
                         qk_scale, my_stage, remote_ptr, pend_off, pend, pace_stride, row_stride,
-                        offs_c, BLOCK_M, BLOCK_N, D, UPCAST, TMA, PACE, CHUNK, WS)
+                        offs_c, BLOCK_M, BLOCK_N, D, UPCAST, TMA, PACE, CHUNK, WS, BRANCH)
         o_tile = o_tile.to(out_ptr.dtype.element_ty)
         if INSTR:
             _stamp(stamps_ptr, tile, 1)

@@ -52,12 +52,12 @@ for (b, h, m, d, sp, rank, bm, bn, progs, tma) in CASES:
         if mode == fa.MODE_CC:  # one release per tile, counted per program
             print(json.dumps([f"{tag}:flags", int(flags.sum()) == shape.n_tiles, 0.0]))
     stage = torch.empty(progs * bm * d, dtype=torch.bfloat16)
-    for pace, spread, order in ((2, True, "remote-first"), (8, False, "default")):
+    for pace, spread, order, branch in ((2, True, "remote-first", True), (8, False, "default", False)):
         if bm % pace:
             continue
         fa.poison(bufs.local, bufs.remote)
         fa.launch_fa(q, k, v, shape, fa.MODE_PACED, bufs=bufs, pace=pace, spread=spread,
-                     stage=stage, order=order, **kw)
+                     stage=stage, order=order, branch=branch, **kw)
         emit(f"fused-paced-{pace}", fa.check_owners(ref, bufs, shape))
     fa.poison(bufs.local, bufs.remote)
     fa.launch_a2a_store(out, bufs, shape, programs=progs, num_warps=1)    # serial: FA then A2A
