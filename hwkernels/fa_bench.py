@@ -49,7 +49,7 @@ def parse_args(argv=None):
     ap.add_argument("--num-stages", type=int, default=3)
     ap.add_argument("--tma", action="store_true", help="K/V through tensor descriptors")
     ap.add_argument("--flatten", action="store_true", help="persistent loop tl.range(flatten=True)")
-    ap.add_argument("--ws", action="store_true", help="Q-loop tl.range(warp_specialize=True)")
+    ap.add_argument("--ws", action="store_true", help="persistent loop tl.range(warp_specialize=True)")
     ap.add_argument("--pace", type=int, default=8,
                     help="fused-paced: row chunks per tile, stored during the next Q-loop")
     ap.add_argument("--pace-consecutive", action="store_true",

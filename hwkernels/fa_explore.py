@@ -35,6 +35,7 @@ FA_CONFIGS = {
     "bm64n128x2s1": (64, 128, 4, 1, True, 2, False, False),
     "bm64x3s1": (64, 64, 4, 1, True, 3, False, False),
     "bm64x2s3w8": (64, 64, 8, 3, True, 2, False, False),
+    "wsbm64x2": (64, 64, 4, 3, True, 2, False, True),
 }
 # name: (pace, spread, order, branch)
 PACED = {"p1": (1, True, "remote-first", True), "p2": (2, True, "remote-first", True),

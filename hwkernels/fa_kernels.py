@@ -29,7 +29,8 @@ the online softmax (scores in base 2), then the epilogue:
 ORDER 0: tile t in fa_layout.tiles order; ORDER 1: remote-first (fa_layout.remote_first_coords:
 the tiles of the other owners first, the rank's own tiles last, so the last wave stores to HBM).
 FLATTEN: the persistent loop as tl.range(flatten=True) (Triton may fuse it with the Q-loop);
-WS: the Q-loop as tl.range(warp_specialize=True).
+WS: the persistent loop as tl.range(warp_specialize=True) (Triton's Hopper warp
+specialization, as its persistent-matmul tutorial does it: with FLATTEN off).
 TMA: K and V tiles through tensor descriptors (tl.make_tensor_descriptor; Hopper TMA) instead of
 pointer loads; the launcher sets triton's allocator for the descriptors' scratch.
 UPCAST (the launcher sets it under TRITON_INTERPRET=1 only): the interpreter keeps bf16 as raw
@@ -153,13 +154,13 @@ def _qloop(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n, offs_
            stage_ptr, remote_ptr, pend_off, pend, pace_stride, row_stride, offs_c,
            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr,
            UPCAST: tl.constexpr, TMA: tl.constexpr, PACE: tl.constexpr,
-           CHUNK: tl.constexpr, WS: tl.constexpr, BRANCH: tl.constexpr):
+           CHUNK: tl.constexpr, BRANCH: tl.constexpr):
     m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     acc = tl.zeros([BLOCK_M, D], dtype=tl.float32)
     kv_ptrs = kv_base + offs_n[:, None].to(tl.int64) * D + offs_d[None, :]
     row = kv_row0
-    for start_n in tl.range(0, seq, BLOCK_N, warp_specialize=WS):
+    for start_n in range(0, seq, BLOCK_N):
         if TMA:
             k = desc_k.load([row, 0])                      # [BLOCK_N, D]
         else:
@@ -216,7 +217,7 @@ def fa_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, remote_ptr, stamps_ptr, flags_pt
                                            block_shape=[BLOCK_N, D])
         desc_v = tl.make_tensor_descriptor(v_ptr, shape=[rows_total, D], strides=[D, 1],
                                            block_shape=[BLOCK_N, D])
-    for tile in tl.range(pid, n_tiles, programs, flatten=FLATTEN):
+    for tile in tl.range(pid, n_tiles, programs, flatten=FLATTEN, warp_specialize=WS):
         if INSTR:
             _stamp(stamps_ptr, tile, 0)
         b, h, m0 = _ordered_coords(tile, hl, seq, sp, rank, n_tiles, BLOCK_M, ORDER)
@@ -228,7 +229,7 @@ def fa_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, remote_ptr, stamps_ptr, flags_pt
             q = q.to(tl.float32)
         o_tile = _qloop(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n, offs_d,
                         qk_scale, my_stage, remote_ptr, pend_off, pend, pace_stride, row_stride,
-                        offs_c, BLOCK_M, BLOCK_N, D, UPCAST, TMA, PACE, CHUNK, WS, BRANCH)
+                        offs_c, BLOCK_M, BLOCK_N, D, UPCAST, TMA, PACE, CHUNK, BRANCH)
         o_tile = o_tile.to(out_ptr.dtype.element_ty)
         if INSTR:
             _stamp(stamps_ptr, tile, 1)

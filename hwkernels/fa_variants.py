@@ -38,7 +38,7 @@ class KernelConfig:
     tma: bool = False
     a2a_warps: int = 4
     flatten: bool = False           # persistent loop as tl.range(flatten=True)
-    ws: bool = False                # Q-loop as tl.range(warp_specialize=True)
+    ws: bool = False                # persistent loop as tl.range(warp_specialize=True)
     pace: int = 8                   # fused-paced: row chunks per tile
     pace_spread: bool = True        # ... spread over the whole next Q-loop (else one per KV step)
     pace_order: str = "remote-first"
