@@ -186,13 +186,15 @@ def predict_point(p: Point, qloop: QLoop, platform: Platform, destination: str, 
     p.floor_us = cf.remote_waves * (per_tile if math.isfinite(per_tile) else cf.t_iss0_us)
 
 
-def measured_threshold(points: list[Point]) -> float | None:
-    """The smallest swept M from which on every E_res is within floor + DVFS band (None: never)."""
+def measured_threshold(points: list[Point], kind: str = "fused") -> float | None:
+    """The smallest swept M from which on every E_res is within floor + DVFS band (None: never);
+    kind "fused-paced" takes that kernel's residual in place of fused's."""
     found = None
     for p in sorted(points, key=lambda q: q.seq_len, reverse=True):
-        if not (math.isfinite(p.e_res_us) and math.isfinite(p.floor_us)):
+        e_res = p.get(kind) - p.get("fa-only")
+        if not (math.isfinite(e_res) and math.isfinite(p.floor_us)):
             continue
-        if p.e_res_us > p.floor_us + DVFS_BAND * p.get("fa-only"):
+        if e_res > p.floor_us + DVFS_BAND * p.get("fa-only"):
             break
         found = p.seq_len
     return found
@@ -236,6 +238,8 @@ def summarize_series(s: Series, models: list[str]) -> dict:
         "hiding_min_above_threshold": _extreme([p.hiding for p in above], min),
         "paced_over_fa_above_threshold": _extreme([p.paced_over_fa for p in above], max),
         "paced_hiding_min_above_threshold": _extreme([p.paced_hiding for p in above], min),
+        "m_ub_star_measured_paced": measured_threshold(pts, "fused-paced")
+        if any(math.isfinite(p.get("fused-paced")) for p in pts) else None,
         "n_above_threshold": len(above),
         "fused_over_cc_measured": _extreme([p.get("fused") / p.get("cc") for p in pts], np.median),
         "fa_vs_cudnn_min": _extreme([p.fa_vs_cudnn for p in pts], min) if s.key["head_dim"] == 128 else None,
@@ -292,7 +296,8 @@ def build(rs: RecordSet, platform: Platform, engine: str | None = None) -> FaA2a
         errs = h["errors"][headline_model]
         summary.update({k: h[k] for k in ("speedup_max", "m_ub_star_predicted", "m_ub_star_measured",
                                           "fused_over_fa_above_threshold", "hiding_min_above_threshold",
-                                          "paced_over_fa_above_threshold", "paced_hiding_min_above_threshold")})
+                                          "paced_over_fa_above_threshold", "paced_hiding_min_above_threshold",
+                                          "m_ub_star_measured_paced")})
         summary.update(fused_time_mape=errs["fused_time_mape"], cc_time_mape=errs["cc_time_mape"],
                        fa_vs_cudnn_min=_extreme([s.summary["fa_vs_cudnn_min"] for s in series
                                                  if s.summary["fa_vs_cudnn_min"] is not None], min),
