@@ -9,8 +9,9 @@ kernel moves the reference output into the owners' buffers), "a2a-ce" (the copy 
 it), "serial" (fa-only then a2a-store), "fused", "cc-asm" / "cc-atomic" (completion-coupled,
 fence.sc.sys or a release atomic at system scope after each tile), "fused-paced" (fused with
 the producer's phase changed: a remote tile's stores spread over the program's next Q-loop in
-cfg.pace row chunks, tiles in cfg.pace_order), "sdpa-cudnn" (torch's cuDNN SDPA, local output). Remote stores go to `slots` ring slots of the other owners' buffers (fresh
-addresses, see hwkernels.destination): launch i of a graph writes slot i % slots.
+cfg.pace row chunks, tiles in cfg.pace_order), "sdpa-cudnn" (torch's cuDNN SDPA, local
+output). Remote stores go to `slots` ring slots of the other owners' buffers (fresh addresses,
+see hwkernels.destination): launch i of a graph writes slot i % slots.
 """
 
 from dataclasses import dataclass
