@@ -40,7 +40,7 @@ def add_platform_options(parser) -> None:
 
 def parse_gate_bytes(text: str) -> float:
     """A load gate threshold: bytes, or ``none`` (no gate: an infinite threshold)."""
-    if text.strip().lower() in ("none", "off", "inf"):
+    if text.strip().lower() in ("none", "off"):
         return math.inf
     return parse_bytes(text)
 
