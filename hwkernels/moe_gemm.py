@@ -88,8 +88,10 @@ def _act_reference(p: GemmProblem):
     return torch.nn.functional.silu(h[:, :inter]) * h[:, inter:]
 
 
-def _cublas(p: GemmProblem, path: str):
-    """(fn, check) for cuBLAS computing the same product as the kernel's path."""
+def _cublas(p: GemmProblem, path: str, fast_accum: bool = False):
+    """(fn, check) for cuBLAS computing the same product as the kernel's path. fp8:
+    fast_accum = cuBLAS's own unpromoted fp8 accumulation (like-for-like with a kernel that
+    does not promote, acc_k = 0)."""
     import torch
 
     d, fp8 = p.data, p.data.precision == "fp8"
@@ -101,7 +103,7 @@ def _cublas(p: GemmProblem, path: str):
     if fp8:                                     # b is already column-major (K-major)
         sa, sb = sa.clone(), sb.clone()         # own allocations: cuBLASLt wants aligned scales
         fn = lambda: torch._scaled_mm(a, b, scale_a=sa, scale_b=sb,  # noqa: E731
-                                      out_dtype=torch.bfloat16)
+                                      out_dtype=torch.bfloat16, use_fast_accum=fast_accum)
     else:
         fn = lambda: torch.matmul(a, b)  # noqa: E731
     return fn, want
@@ -124,7 +126,8 @@ def _checked_run(p: GemmProblem, path: str, config: moe.KernelConfig):
                 act = (act / d.scales[1]).to(torch.float8_e4m3fn)
             p.act_in = act.to(fused.act.dtype)
         fused.act.copy_(p.act_in)
-    cublas_fn, want = _cublas(p, path)
+    acc_k = config.acc_k1 if path == "l1" else config.acc_k2
+    cublas_fn, want = _cublas(p, path, fast_accum=fp8 and acc_k == 0)
     fused.launch()
     fused.finish()
     if path == "l1":
@@ -150,7 +153,8 @@ def measure_path(p: GemmProblem, path: str, config: moe.KernelConfig, trials: in
     res = {"path": path, "m": s.tokens, "n": 2 * s.intermediate if path == "l1" else s.hidden,
            "k": s.hidden if path == "l1" else s.intermediate, "precision": p.data.precision,
            "ok": err <= tol and cublas_err <= tol, "max_rel_err": max(err, cublas_err),
-           "resources": fused.resources}
+           "kernel_rel_err": err, "cublas_rel_err": cublas_err,
+           "tiles": int(fused.n_tiles), "resources": fused.resources}
     if not res["ok"]:
         return res
     ours = [_events_us(fused.enqueue, fused.prepare) for _ in range(trials + 1)][1:]
