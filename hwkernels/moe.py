@@ -40,8 +40,8 @@ class KernelConfig:
     stamps: bool = False
     max_spins: int = DEFAULT_MAX_SPINS
     tma: bool = True           # weights and L2's activations through TMA descriptors
-    acc_k1: int = 0            # fp8: promote the accumulator every acc_k1 K (0: never; L1)
-    acc_k2: int = 0            # the same for Linear-2
+    acc_k1: int = 0            # fp8: promote the accumulator every acc_k1 K (0: never; L1;
+    acc_k2: int = 0            # -1: an fp32 add per K step); acc_k2 the same for Linear-2
 
     def __post_init__(self):
         for name in ("block_k", "block_k2"):
@@ -50,8 +50,8 @@ class KernelConfig:
                 raise ValueError(f'"{name}" must be a power of two >= 16.')
         for name, bk in (("acc_k1", self.block_k), ("acc_k2", self.k2)):
             v = getattr(self, name)
-            if v < 0 or v > bk or (v and v % 32):
-                raise ValueError(f'"{name}" must be 0 or a multiple of 32 <= its block_k.')
+            if v < -1 or v > bk or (v > 0 and v % 32):
+                raise ValueError(f'"{name}" must be -1, 0 or a multiple of 32 <= its block_k.')
         if self.signal not in (0, 1):
             raise ValueError('"signal" must be 0 (release) or 1 (relaxed).')
         if self.max_spins < 1:

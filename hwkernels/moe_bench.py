@@ -45,9 +45,10 @@ SETTINGS = {"bf16": moe.KernelConfig(block_k=64, block_k2=64, num_warps=8, num_s
             "fp8": moe.KernelConfig(block_k=128, block_k2=128, num_warps=8, num_stages=4,
                                     acc_k1=128, acc_k2=128)}
 TUNE = {"bf16": [(64, 64, 8, 4, 0, 0, 1), (64, 128, 8, 3, 0, 0, 1)],
-        "fp8": [(128, 128, 8, 4, 128, 0, 1), (128, 128, 8, 3, 128, 0, 1),
-                (128, 256, 8, 3, 128, 0, 1), (128, 128, 8, 4, 128, 128, 1)]}
-# (bk1, bk2, warps, stages, acc_k1, acc_k2, tma); only settings that pass the fused check
+        "fp8": [(128, 128, 8, 4, 128, 128, 1), (128, 128, 8, 4, -1, -1, 1),
+                (128, 128, 16, 4, 128, 128, 1), (128, 128, 8, 4, -1, 128, 1)]}
+# (bk1, bk2, warps, stages, acc_k1, acc_k2, tma); fp8 only settings that promote Linear-1
+# (the fused check needs it); acc_k -1 = an fp32 add per K step (block_k = 128)
 PHASES = ("kernel", "signal", "gemm", "mainloop")
 
 
@@ -62,6 +63,8 @@ def parse_args(argv=None):
     ap.add_argument("--phases", default=",".join(PHASES))
     ap.add_argument("--tune", action="store_true", help="pick block_k/warps/stages on GEMMs")
     ap.add_argument("--gemm-m", default="1024,4096", help="rows of the GEMM comparisons")
+    ap.add_argument("--tune-out", default="", help="write the settings used (JSON)")
+    ap.add_argument("--settings", default="", help="use the settings of a --tune-out file")
     ap.add_argument("--combine", choices=("host", "local"), default="host",
                     help="local: Combine into device memory (the no-link control)")
     ap.add_argument("--budget-s", type=float, default=0.0,
@@ -398,6 +401,19 @@ def print_table(rows):
               f"{sg['median']:7.1f}/{sg['p90']:6.1f}")
 
 
+def _write_settings(path: str, b: Bench):
+    import json
+    import tempfile
+    from dataclasses import asdict
+
+    keep = ("block_k", "block_k2", "num_warps", "num_stages", "tma", "acc_k1", "acc_k2")
+    doc = {k: {f: v for f, v in asdict(c).items() if f in keep} for k, c in b.settings.items()}
+    folder = os.path.dirname(os.path.abspath(path))
+    with tempfile.NamedTemporaryFile("w", dir=folder, delete=False, suffix=".tmp") as f:
+        json.dump(doc, f)
+    os.replace(f.name, path)
+
+
 def main(argv=None):
     args = parse_args(argv)
     if int(os.environ.get("WORLD_SIZE", "1")) > 1 or args.target != "host":
@@ -414,9 +430,16 @@ def main(argv=None):
     configs = load_configs(args.configs)
     b = Bench(args)
     t0 = b.t0
+    if args.settings:
+        import json
+
+        with open(args.settings) as f:
+            b.settings.update({k: moe.KernelConfig(**v) for k, v in json.load(f).items()})
     if args.tune:
         tune(b, configs)
     print("settings:", {k: b.cfg_params(k) for k in b.settings}, flush=True)
+    if args.tune_out:
+        _write_settings(args.tune_out, b)
     if "kernel" in phases:
         kernel_phase(b, configs, "signal" in phases)
     if phases & {"gemm", "mainloop"}:

@@ -81,13 +81,17 @@ def _stamp(stamp_ptr, tile, col: tl.constexpr, on: tl.constexpr):
 
 @triton.jit
 def _dot(a, b, acc, ACC_K: tl.constexpr, INTERPRET: tl.constexpr):
-    """acc + a @ b. ACC_K > 0 (fp8 only): promote the tensor core's accumulator into fp32
+    """acc + a @ b. fp8 only: ACC_K > 0 promotes the tensor core's accumulator into fp32
     every ACC_K products along K (sm_90's fp8 wgmma accumulates with ~14 mantissa bits;
-    Triton's sm_90 default never promotes, max_num_imprecise_acc = 2**30)."""
+    Triton's sm_90 default never promotes, max_num_imprecise_acc = 2**30); ACC_K < 0
+    promotes once per K step by an fp32 add of a fresh product, acc + dot(a, b) (Triton
+    keeps the two apart for fp8 on sm_90: its dot+add fold skips imprecise-acc dots)."""
     if INTERPRET:
         return tl.dot(a.to(tl.float32), b.to(tl.float32), acc)
     if ACC_K > 0:
         return tl.dot(a, b, acc, max_num_imprecise_acc=ACC_K)
+    if ACC_K < 0:
+        return acc + tl.dot(a, b)
     return tl.dot(a, b, acc)
 
 

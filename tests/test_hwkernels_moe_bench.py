@@ -117,3 +117,17 @@ def test_local_combine_records_the_fused_mainloops(cpu_runner, tmp_path, monkeyp
     assert l1["params"]["k_dim"] == cpu_runner.shape.hidden
     assert l2["params"]["k_dim"] == cpu_runner.shape.intermediate
     assert all(r["params"]["destination"] == "local" for r in recs if r["kind"] == "kernel_local")
+
+
+def test_settings_round_trip_through_tune_out(cpu_runner, tmp_path):
+    path = tmp_path / "settings.json"
+    out = tmp_path / "r.jsonl"
+    assert moe_bench.main(["--out", str(out), "--phases", "", "--tune-out", str(path)]) == 0
+    doc = json.loads(path.read_text())
+    assert doc["bf16"]["block_k"] == 32
+    doc["bf16"]["num_stages"] = 2
+    path.write_text(json.dumps(doc))
+    assert moe_bench.main(["--out", str(out), "--trials", "1", "--phases", "kernel",
+                           "--settings", str(path)]) == 0
+    recs = [json.loads(line) for line in out.read_text().splitlines()]
+    assert recs and all(r["params"]["num_stages"] == 2 for r in recs)
