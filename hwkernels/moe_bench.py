@@ -44,7 +44,7 @@ from .stats import summarize
 SETTINGS = {"bf16": moe.KernelConfig(block_k=64, block_k2=64, num_warps=8, num_stages=4),
             "fp8": moe.KernelConfig(block_k=128, block_k2=128, num_warps=8, num_stages=4,
                                     acc_k1=128, acc_k2=128)}
-TUNE = {"bf16": [(64, 64, 8, 4, 0, 0, 1), (64, 128, 8, 3, 0, 0, 1)],
+TUNE = {"bf16": [(64, 64, 8, 4, 0, 0, 1), (64, 128, 8, 3, 0, 0, 1), (64, 64, 16, 4, 0, 0, 1)],
         "fp8": [(128, 128, 8, 4, 128, 128, 1), (128, 128, 8, 4, -1, -1, 1),
                 (128, 128, 16, 4, 128, 128, 1), (128, 128, 8, 4, -1, 128, 1)]}
 # (bk1, bk2, warps, stages, acc_k1, acc_k2, tma); fp8 only settings that promote Linear-1
