@@ -222,26 +222,6 @@ def mblock_bounds(layout, block_m: int) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(row0, dtype=np.int32), np.asarray(rend, dtype=np.int32)
 
 
-_ALLOCATOR_SET = False
-
-
-def _set_allocator():
-    """Device-side TMA descriptors need global scratch (128 B per descriptor and program):
-    Triton asks the allocator set here, once per process, at each launch."""
-    global _ALLOCATOR_SET
-    if _ALLOCATOR_SET:
-        return
-    import torch
-    import triton
-
-    def alloc(size: int, alignment: int, stream):
-        dev = "cpu" if interpreting() else "cuda"
-        return torch.empty(size, dtype=torch.int8, device=dev)
-
-    triton.set_allocator(alloc)
-    _ALLOCATOR_SET = True
-
-
 class FusedMoE:
     """Device copies of one (shape, layout, table) and the kernel launch around them."""
 
@@ -345,7 +325,9 @@ class FusedMoE:
             self._launch_args = self._args()
         pos, kw = self._launch_args
         if kw["TMA"]:
-            _set_allocator()
+            from .moe_kernels import set_allocator
+
+            set_allocator()
         if not self._checked:
             self._check_coresident(pos, kw)
         moe_fused_kernel[(self.n_streams,)](*pos, **kw)

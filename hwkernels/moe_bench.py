@@ -30,25 +30,19 @@ import sys
 import time
 from dataclasses import replace
 
-import numpy as np
-
 from . import moe, records
+from .moe_bench_gemm import gemm_phase, read_settings, tune, write_settings
 from .moe_catalog import load_configs
 from .stats import summarize
 
-# The --tune picks of the TMA kernel on the H200 (calibration/records/logs/h200-pcie-host-moe).
-# fp8 promotes Linear-1's accumulator every 128 K (acc_k1): without it sm_90's fp8
-# accumulation flips 3-6 % of the e4m3 activations and fails the end-to-end check
-# (docs/moe-kernel.md). Linear-2 does not need it for accuracy, but acc_k2 = 0 made the
-# compiled kernel spill (62 registers) and run slower than promoting both.
+# The --tune picks of the TMA kernel on the H200 at 10d8eb7, the settings of the shipped
+# records (calibration/records/logs/h200-pcie-host-moe/settings-10d8eb7.json). fp8 promotes
+# its accumulator into fp32 once per 128-deep K step (acc_k = -1: acc + dot): without it in
+# Linear-1 sm_90's fp8 accumulation flips 3-6 % of the e4m3 activations and fails the
+# end-to-end check (docs/moe-kernel.md); promoting only Linear-1 spilled 62 registers.
 SETTINGS = {"bf16": moe.KernelConfig(block_k=64, block_k2=64, num_warps=8, num_stages=4),
             "fp8": moe.KernelConfig(block_k=128, block_k2=128, num_warps=8, num_stages=4,
-                                    acc_k1=128, acc_k2=128)}
-TUNE = {"bf16": [(64, 64, 8, 4, 0, 0, 1), (64, 128, 8, 3, 0, 0, 1), (64, 64, 16, 4, 0, 0, 1)],
-        "fp8": [(128, 128, 8, 4, 128, 128, 1), (128, 128, 8, 4, -1, -1, 1),
-                (128, 128, 16, 4, 128, 128, 1), (128, 128, 8, 4, -1, 128, 1)]}
-# (bk1, bk2, warps, stages, acc_k1, acc_k2, tma); fp8 only settings that promote Linear-1
-# (the fused check needs it); acc_k -1 = an fp32 add per K step (block_k = 128)
+                                    acc_k1=-1, acc_k2=-1)}
 PHASES = ("kernel", "signal", "gemm", "mainloop")
 
 
@@ -279,109 +273,6 @@ def kernel_phase(b: Bench, configs, signal_too: bool):
         print(f"{cfg.name}: {time.time() - t0:.1f} s", flush=True)
 
 
-def gemm_phase(b: Bench, configs, mainloop: bool, gemm: bool):
-    families = sorted({(c.shape.hidden, c.shape.intermediate, c.shape.precision, _blocks(c))
-                       for c in configs})
-    for m in _gemm_rows(b):
-        for h, inter, prec, blocks in families:
-            if b.over_budget():
-                print(f"gemm {prec} m{m} h{h} i{inter}: skipped (time budget)", flush=True)
-                continue
-            try:
-                _gemm_family(b, h, inter, prec, blocks, m, mainloop, gemm)
-            except Exception:  # noqa: BLE001 (one point's failure must not end the sweep)
-                import traceback
-
-                traceback.print_exc()
-
-
-def _gemm_family(b: Bench, h, inter, prec, blocks, m, mainloop: bool, gemm: bool):
-    from .moe_gemm import gemm_problem, measure_path
-
-    p = gemm_problem(h, inter, m, prec, device=b.device, n_streams=b.sms, blocks=blocks)
-    kc = b.settings[prec]
-    for path in ("l1", "l2"):
-        if gemm:
-            r = measure_path(p, path, kc, b.args.trials)
-            params = {k: r[k] for k in ("precision", "m", "n", "k", "path", "tiles")}
-            params |= {"sms": b.sms, "order": "grouped", "cublas_fast_accum": prec == "fp8" and not (
-                kc.acc_k1 if path == "l1" else kc.acc_k2)}
-            stats = {"triton_us": r["triton_us"], "cublas_us": r["cublas_us"]} if r["ok"] else None
-            b.record("gemm", params | b.cfg_params(prec), stats,
-                     {"ok": r["ok"], "max_rel_err": r["max_rel_err"],
-                      "kernel_rel_err": r["kernel_rel_err"], "cublas_rel_err": r["cublas_rel_err"]})
-            b.rows.append(("gemm", f"{prec} {path} m{m} n{r['n']} k{r['k']}", r.get("ratio"),
-                           r["ok"], r.get("triton_tflops")))
-        if mainloop:
-            _mainloop_record(b, p, path, kc, m)
-
-
-def _mainloop_record(b: Bench, p, path: str, kc, m: int):
-    from .moe_gemm import mainloop_samples
-
-    ok, t = mainloop_samples(p, path, kc)
-    kind = 0 if path == "l1" else 1
-    s = p.shape
-    params = {"precision": s.precision, "block_m": s.block_m,
-              "block_n": s.block_n1 if kind == 0 else s.block_n2,
-              "k_dim": s.hidden if kind == 0 else s.intermediate, "kind": path, "m": m,
-              "hidden": s.hidden, "intermediate": s.intermediate,   # the weights' L2 footprint
-              "source": "gemm-only", "order": "grouped"} | b.cfg_params(s.precision)
-    stats = None if not ok else {name: summarize(t.of(kind, name)).to_dict()
-                                 for name in ("mainloop_us", "wait_us", "store_us", "signal_us")}
-    b.record("mainloop", params, stats, {"ok": ok})
-
-
-def _blocks(c):
-    return (c.shape.block_m, c.shape.block_n1, c.shape.block_n2)
-
-
-def _gemm_rows(b: Bench) -> list[int]:
-    return [int(v) for v in b.args.gemm_m.split(",") if v]
-
-
-def tune(b: Bench, configs):
-    """Pick block_k/warps/stages/acc_k per precision: best geomean GEMM ratio over both
-    paths of two shapes (the largest, and the shortest Linear-2 K)."""
-    from .moe_gemm import gemm_problem, measure_path
-
-    for prec in sorted({c.shape.precision for c in configs}):
-        mine = [c.shape for c in configs if c.shape.precision == prec]
-        big = max(mine, key=lambda s: (s.hidden, s.intermediate))
-        short = min(mine, key=lambda s: (s.intermediate, s.hidden))
-        picks = {(s.hidden, s.intermediate, _blocks_of(s)) for s in (big, short)}
-        probs = [gemm_problem(h, i, max(_gemm_rows(b)), prec, device=b.device,
-                              n_streams=b.sms, blocks=bl) for h, i, bl in sorted(picks)]
-        best = None
-        for bk, bk2, w, st, acc, acc2, tma in TUNE[prec]:
-            kc = moe.KernelConfig(block_k=bk, block_k2=bk2, num_warps=w, num_stages=st,
-                                  acc_k1=acc, acc_k2=acc2, tma=bool(tma))
-            try:
-                rs = [measure_path(p, path, kc, 10) for p in probs for path in ("l1", "l2")]
-            except Exception as e:   # noqa: BLE001 (a setting that does not compile)
-                print(f"tune {prec} {(bk, bk2, w, st, acc, acc2, tma)}: {type(e).__name__}: "
-                      f"{str(e)[:300]}", flush=True)
-                continue
-            if not all(r["ok"] for r in rs):
-                print(f"tune {prec} {(bk, bk2, w, st, acc, acc2, tma)}: check failed "
-                      f"{[round(r['max_rel_err'], 4) for r in rs]}", flush=True)
-                continue
-            score = float(np.exp(np.mean(np.log([r["ratio"] for r in rs]))))
-            print(f"tune {prec} bk={bk}/{bk2} warps={w} stages={st} acc_k={acc}/{acc2} tma={tma}: "
-                  + " ".join(f"{r['path']}(k{r['k']}) {r['ratio']:.3f}" for r in rs)
-                  + f" geomean {score:.3f} res={rs[0]['resources']}/{rs[1]['resources']}",
-                  flush=True)
-            if best is None or score > best[0]:
-                best = (score, kc)
-        if best is not None:
-            b.settings[prec] = best[1]
-        del probs
-
-
-def _blocks_of(s):
-    return (s.block_m, s.block_n1, s.block_n2)
-
-
 def print_table(rows):
     print(f"{'kind':8} {'point':34} {'sched/ratio':>12} {'ok':>3} {'kernel_us':>10} "
           f"{'span p50/p90':>14} {'wait p50':>9} {'signal p50/p90':>15}")
@@ -401,19 +292,6 @@ def print_table(rows):
               f"{sg['median']:7.1f}/{sg['p90']:6.1f}")
 
 
-def _write_settings(path: str, b: Bench):
-    import json
-    import tempfile
-    from dataclasses import asdict
-
-    keep = ("block_k", "block_k2", "num_warps", "num_stages", "tma", "acc_k1", "acc_k2")
-    doc = {k: {f: v for f, v in asdict(c).items() if f in keep} for k, c in b.settings.items()}
-    folder = os.path.dirname(os.path.abspath(path))
-    with tempfile.NamedTemporaryFile("w", dir=folder, delete=False, suffix=".tmp") as f:
-        json.dump(doc, f)
-    os.replace(f.name, path)
-
-
 def main(argv=None):
     args = parse_args(argv)
     if int(os.environ.get("WORLD_SIZE", "1")) > 1 or args.target != "host":
@@ -431,15 +309,12 @@ def main(argv=None):
     b = Bench(args)
     t0 = b.t0
     if args.settings:
-        import json
-
-        with open(args.settings) as f:
-            b.settings.update({k: moe.KernelConfig(**v) for k, v in json.load(f).items()})
+        b.settings.update(read_settings(args.settings))
     if args.tune:
         tune(b, configs)
     print("settings:", {k: b.cfg_params(k) for k in b.settings}, flush=True)
     if args.tune_out:
-        _write_settings(args.tune_out, b)
+        write_settings(args.tune_out, b.settings)
     if "kernel" in phases:
         kernel_phase(b, configs, "signal" in phases)
     if phases & {"gemm", "mainloop"}:
