@@ -19,7 +19,7 @@ from .loadgate_kernels import (INFO_WORDS, MODES, ROLE_FLAG_LOAD, ROLE_LOAD, ROL
 
 SOLO_SMEM_BYTES = 120 * 1024     # one CTA per SM (two do not fit 228 KB)
 COSM_SMEM_BYTES = 100 * 1024     # exactly two CTAs per SM (three do not fit)
-MAX_DYNAMIC_SMEM_BYTES = 227 * 1024
+MAX_DYNAMIC_SMEM_BYTES = 160 * 1024   # static shared memory + this must stay under 227 KB
 TIMEOUT_CYCLES = 2_000_000_000   # ~1 s at 2 GHz
 STORE_ROLES = (ROLE_STORE_LOAD, ROLE_STORE)
 LOAD_ROLES = (ROLE_STORE_LOAD, ROLE_LOAD, ROLE_FLAG_LOAD)
@@ -134,7 +134,7 @@ class LoadGateKernel:
             self._fn.max_dynamic_shared_size_bytes = MAX_DYNAMIC_SMEM_BYTES
             try:   # the largest shared-memory carveout, so that two 100 KB CTAs fit an SM
                 self._fn.preferred_shared_memory_carveout = 100
-            except (AttributeError, cupy.cuda.driver.CUDADriverError):
+            except Exception:  # noqa: BLE001 (an older cupy or driver: the hint is optional)
                 pass
         self.bar = torch.zeros(1, dtype=torch.int32, device=dev)
         self.err = torch.zeros(1, dtype=torch.int32, device=dev)

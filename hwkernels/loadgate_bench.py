@@ -188,7 +188,7 @@ def main(argv=None) -> int:
         print(point_line(pt, rec), file=log, flush=True)
         if m.ok and args.traces:
             for name in m.raw[0]["_raw"]:
-                traces[f"{pt.key}/{name}"] = np.stack([r["_raw"][name] for r in m.raw]).astype(
+                traces[f"{pt.key}__{name}"] = np.stack([r["_raw"][name] for r in m.raw]).astype(
                     np.int16 if name in ("smid", "role") else np.float32)
         if args.traces and (i % 25 == 24 or i == len(points) - 1):
             np.savez_compressed(args.traces, **traces)
