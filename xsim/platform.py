@@ -19,6 +19,7 @@ import numpy as np
 
 from xsim.arbitration import Arbitration, ArbitrationError
 from xsim.fileio import atomic_write, decode, parse_json, read_bytes
+from xsim.load_gate import LoadGate, LoadGateError, gate_from_json, gate_to_json, with_gate
 from xsim.units import KIB, gbps_to_bytes_per_us
 
 SCHEMA = "xstage.platform/1"
@@ -170,6 +171,8 @@ class Platform:
     # Weights by the SM a CTA runs on, and their per-burst spread (xsim.arbitration); when given
     # with sm_weights, they replace producer_weights.
     arbitration: Arbitration | None = None
+    # A mainloop that loads memory waits for the X-Stage's occupancy (xsim.load_gate); None: never.
+    load_gate: LoadGate | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -194,6 +197,8 @@ class Platform:
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) \
                     or value < 0:
                 raise ProfileError(f'"{key}" must be a finite number >= 0, got {value!r}')
+        if self.load_gate is not None and not isinstance(self.load_gate, LoadGate):
+            raise ProfileError(f'"load_gate" must be a LoadGate or None, got {type(self.load_gate).__name__}')
         if self.status not in ("measured", "published", "override"):
             raise ProfileError(f'"status" must be measured, published or override, got {self.status!r}')
 
@@ -229,9 +234,17 @@ class Platform:
         t_iss0_us: float | None = None,
         drain_gbps: float | None = None,
         capacity_bytes: float | None = None,
+        load_gate_bytes: float | None = None,
+        load_gate_scope: str | None = None,
     ) -> "Platform":
-        """A copy with command-line overrides: a constant T_iss0, R and/or a constant Q."""
+        """A copy with command-line overrides: a constant T_iss0, R and/or a constant Q; the load
+        gate's threshold and/or scope."""
         changes: dict[str, Any] = {}
+        if load_gate_bytes is not None or load_gate_scope is not None:
+            try:
+                changes["load_gate"] = with_gate(self.load_gate, load_gate_bytes, load_gate_scope)
+            except LoadGateError as exc:
+                raise ProfileError(str(exc)) from None
         if t_iss0_us is not None:
             changes["issue"] = IssueModel(t_fixed_us=t_iss0_us)
         if drain_gbps is not None:
@@ -243,12 +256,14 @@ class Platform:
             return self
         overridden = sorted(k for k, v in
                             (("t_iss0_us", t_iss0_us), ("drain_gbps", drain_gbps),
-                             ("capacity_bytes", capacity_bytes)) if v is not None)
+                             ("capacity_bytes", capacity_bytes), ("load_gate_bytes", load_gate_bytes),
+                             ("load_gate_scope", load_gate_scope)) if v is not None)
         provenance = dict(self.provenance, overridden=overridden)
         return dataclasses.replace(self, status="override", provenance=provenance, **changes)
 
     # ---- JSON ------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
+        gate = gate_to_json(self.load_gate)
         return {
             "schema": SCHEMA,
             "name": self.name,
@@ -263,6 +278,7 @@ class Platform:
             "arbitration": {"producer_weights": None if self.producer_weights is None else list(self.producer_weights),
                             **(self.arbitration.to_dict() if self.arbitration is not None else {})},
             "microbench": {"grid_barrier_us": self.grid_barrier_us, "burst_overhead_us": self.burst_overhead_us},
+            **({"load_gate": gate} if gate is not None else {}),
             "provenance": dict(self.provenance),
         }
 
@@ -289,8 +305,9 @@ class Platform:
                 grid_barrier_us=microbench.get("grid_barrier_us", 0.0),
                 burst_overhead_us=microbench.get("burst_overhead_us", 0.0),
                 arbitration=Arbitration.from_dict(arbitration),
+                load_gate=gate_from_json(data.get("load_gate")),
             )
-        except ArbitrationError as exc:
+        except (ArbitrationError, LoadGateError) as exc:
             raise ProfileError(str(exc)) from None
         except KeyError as exc:
             raise ProfileError(f"profile is missing the key {exc.args[0]!r}") from None

@@ -28,6 +28,11 @@ Per tile:
 
 Per producer, ``producer_weight`` is its arbitration weight when the X-Stage is full (see
 :func:`xsim.des.water_fill.flows`); equal weights share the drain fairly.
+
+``mainloop_loads``: the tiles' mainloops load memory, so a ``load_gate``
+(:class:`xsim.load_gate.LoadGate`, the platform's) holds each of them (with ``mainloop_us >
+0``) until the X-Stage's occupancy is at or below its threshold; with coupling "xstage" only
+(completion-coupled producers already wait for everything). Default False: no gate.
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from xsim.load_gate import LoadGate
 
 COUPLINGS = ("xstage", "completion-coupled")
 
@@ -74,6 +81,8 @@ class Workload:
     burst_index: np.ndarray = field(default=None)  # int64[T]: the burst a tile belongs to (default: position)
     signal_on_drain: np.ndarray = field(default=None)  # bool[T]: signal at drain end, not issue end
     producer_weight: np.ndarray = field(default=None)  # float64[P]: arbitration weight under backpressure
+    mainloop_loads: bool = False       # mainloops load memory: the load gate holds them
+    load_gate: LoadGate | None = None  # the platform's load gate (None: mainloops never wait)
 
     def __post_init__(self) -> None:
         n_tiles = int(self.offsets[-1])
@@ -83,6 +92,10 @@ class Workload:
                 raise ValueError(f"workload array {name!r} has {len(getattr(self, name))} entries, expected {n_tiles}")
         if self.coupling not in COUPLINGS:
             raise ValueError(f'"coupling" must be one of {COUPLINGS}, got {self.coupling!r}')
+        if not isinstance(self.mainloop_loads, bool):
+            raise ValueError(f'"mainloop_loads" must be a bool, got {self.mainloop_loads!r}')
+        if self.load_gate is not None and not isinstance(self.load_gate, LoadGate):
+            raise ValueError(f'"load_gate" must be a LoadGate or None, got {type(self.load_gate).__name__}')
         if self.staging_depth < 0:
             raise ValueError(f'"staging_depth" must be >= 0, got {self.staging_depth!r}')
         for name in ("mainloop_us", "epilogue_us", "bytes", "release_us"):
@@ -119,6 +132,15 @@ class Workload:
     def producer(self) -> np.ndarray:
         """int64[T]: the producer of each tile."""
         return np.repeat(np.arange(self.n_producers), np.diff(self.offsets))
+
+    @property
+    def gate(self) -> LoadGate | None:
+        """The load gate the engines apply: the workload's, if its mainloops load memory, it
+        couples through the X-Stage and the threshold is finite; else None."""
+        gate = self.load_gate
+        if not self.mainloop_loads or gate is None or gate.is_open or self.coupling != "xstage":
+            return None
+        return gate
 
     @property
     def slots(self) -> int:

@@ -4,8 +4,8 @@ Each SimPy process becomes a program counter (``ProducerI.MMA_PC``, ``ProducerI.
 sits at the point after the event the role waits for; :func:`mma_run` and :func:`issuer_run`
 resume a role until it waits again. The arrays are :mod:`xsim.des.fast_state`'s ``State``.
 
-- ``mma`` (compute role): release time, counter wait, staging-slot get, mainloop, put the
-  finished tile into the issuer's FIFO;
+- ``mma`` (compute role): release time, counter wait, staging-slot get, load gate, mainloop,
+  put the finished tile into the issuer's FIFO;
 - ``issuer`` (epilogue role): take a tile, epilogue, inject into the X-Stage and wait for the
   issue to end, signal, (completion-coupled: wait for the tile's last byte), free a slot.
 """
@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from xsim.des.event_queue import succeed, timeout
 from xsim.des.fast_resources import counter_signal, counter_wait, fifo_get, slot_get
-from xsim.des.fast_state import (DR_PROCESSED, DR_SCHEDULED, K_DRAINED, K_ISSUER, K_MMA, K_SLOT_PUT, K_STORE_PUT,
-                                 ProducerF, ProducerI, TileF, TileI)
-from xsim.des.fast_xstage import inject
+from xsim.des.fast_state import (DR_PROCESSED, DR_SCHEDULED, GATE_LINK, GATE_NONE, K_DRAINED, K_ISSUER, K_MMA,
+                                 K_SLOT_PUT, K_STORE_PUT, ProducerF, ProducerI, TileF, TileI)
+from xsim.des.fast_xstage import gate_closed, inject
 from xsim.des.jit import inline, jit
 
 # program counters: each role sits at the point after the event it waits for
-MMA_START, MMA_RELEASED, MMA_DEPS, MMA_SLOT, MMA_MAIN, MMA_PUT, DONE = range(7)
+MMA_START, MMA_RELEASED, MMA_DEPS, MMA_SLOT, MMA_GATE, MMA_MAIN, MMA_PUT, DONE = range(8)
 ISS_START, ISS_GOT, ISS_EPILOGUE, ISS_ISSUED, ISS_DRAINED, ISS_PUT = range(6)
 
 
@@ -51,6 +51,13 @@ def mma_run(s, p, now):
             slot_get(pi, p, now, q)
             return
         elif pc == MMA_SLOT:
+            pf[p, ProducerF.SLOT_AT] = now
+            pi[p, ProducerI.MMA_PC] = MMA_GATE
+            if s.gate != GATE_NONE and tf[TileF.MAINLOOP_US, i] > 0 and gate_closed(
+                    s.xstages, pi, pi[p, ProducerI.GPU], pi[p, ProducerI.COLUMN], p, now, q, s.gate == GATE_LINK):
+                return
+        elif pc == MMA_GATE:
+            tf[TileF.GATE_WAIT, i] = now - pf[p, ProducerF.SLOT_AT]
             tf[TileF.STALL, i] = now - pf[p, ProducerF.DEPS_MET]
             tf[TileF.MAINLOOP_START, i] = now
             pi[p, ProducerI.MMA_PC] = MMA_MAIN

@@ -51,11 +51,13 @@ INT_MAX = np.iinfo(np.int64).max
 
 # what a queue entry does when it is processed (its argument: a producer, a tile or a stage)
 (K_MMA, K_ISSUER, K_STORE_PUT, K_STORE_GET, K_SLOT_PUT, K_DRAINED, K_WAKE, K_DRAIN) = range(8)
+# the load gate the workload's mainloops wait at (State.gate)
+GATE_NONE, GATE_PRODUCER, GATE_LINK = range(3)
 
 # per tile: TileTimes' fields in order (the results), the drain mark, the workload's float columns
-TileF = layout("TileF", "MAINLOOP_START MAINLOOP_END ISSUE_START ISSUE_END DRAIN_END STALL DEP_WAIT "
+TileF = layout("TileF", "MAINLOOP_START MAINLOOP_END ISSUE_START ISSUE_END DRAIN_END STALL DEP_WAIT GATE_WAIT "
                         "MARK MAINLOOP_US EPILOGUE_US BYTES T_ISS0_US RELEASE_US")
-N_TIMES = TileF.DEP_WAIT + 1
+N_TIMES = TileF.GATE_WAIT + 1
 # per tile: the workload's int columns; the next tile in its producer's mark FIFO; its drained
 # event (DRAINED: one of DR_*) and that event's callbacks, a linked list of tiles
 TileI = layout("TileI", "PRODUCER WAIT WAIT_VALUE SIGNAL SIGNAL_ON_DRAIN MARK_NEXT DRAINED CB_HEAD CB_TAIL CB_NEXT")
@@ -64,17 +66,21 @@ DR_NONE, DR_SCHEDULED, DR_PROCESSED = range(3)
 # program counter, tile, and whether it waits for a slot; free SLOTS; the FIFO of finished tiles
 # (tile numbers HEAD .. TAIL); the epilogue role's program counter, tile, whether it waits for a
 # tile, tiles done; the next producer waiting on the same counter and its threshold; its latest
-# remote tile and the tile whose drained event it waits on
+# remote tile and the tile whose drained event it waits on; the next producer waiting at the same
+# link-scope load gate
 ProducerI = layout("ProducerI", "FIRST END GPU COLUMN MMA_PC MMA_TILE MMA_WAITS_SLOT SLOTS FIFO_HEAD FIFO_TAIL "
-                                "ISS_PC ISS_TILE ISS_WAITS_TILE ISS_DONE WAIT_NEXT WAIT_VALUE LAST_REMOTE EVENT")
-ProducerF = layout("ProducerF", "READY DEPS_MET")
+                                "ISS_PC ISS_TILE ISS_WAITS_TILE ISS_DONE WAIT_NEXT WAIT_VALUE LAST_REMOTE EVENT "
+                                "GATE_NEXT")
+ProducerF = layout("ProducerF", "READY DEPS_MET SLOT_AT")  # when the compute role got ready, met deps, got a slot
 CounterI = layout("CounterI", "VALUE HEAD TAIL MIN_WAIT")   # waiting producers HEAD .. TAIL
-# per stage: the time and total of the last q(t) point; the drain's pending timeout (inf: none)
-DrainF = layout("DrainF", "TRACE_T TRACE_Q TIMER")
+# per stage: the time and total of the last q(t) point; the drain's pending timeout (inf: none);
+# when the total q reaches a link-scope load gate's threshold
+DrainF = layout("DrainF", "TRACE_T TRACE_Q TIMER GATE_KEY")
 # per stage: the drain's generation (a wake of an older one is stale), how it sleeps (SLEEP_*),
 # whether its (timeout | wake) condition is pending, whether it was woken this instant; the
-# stage's columns BASE .. BASE + SIZE; the key SimPy would give its timer
-DrainI = layout("DrainI", "GEN SLEEP COND WOKEN SIZE BASE TIMER_KEY")
+# stage's columns BASE .. BASE + SIZE; the key SimPy would give its timer; the producers waiting
+# at a link-scope load gate, GATE_HEAD .. GATE_TAIL (linked through ProducerI.GATE_NEXT; -1: none)
+DrainI = layout("DrainI", "GEN SLEEP COND WOKEN SIZE BASE TIMER_KEY GATE_HEAD GATE_TAIL")
 SLEEP_WAKE_ONLY, SLEEP_COND = 1, 2   # the drain sleeps on its wake event / on (timeout | wake)
 # per column: its producer, the tile it issues (-1: none), its FIFO of drain marks (tiles)
 Column = layout("Column", "PRODUCER ISSUING MARK_HEAD MARK_TAIL")
@@ -110,6 +116,7 @@ class State(NamedTuple):
     queue: Queue
     coupled: bool         # completion-coupled: the issuer waits for each tile's last byte
     tracing: bool         # record the q(t) breakpoints
+    gate: int             # the load gate mainloops wait at: GATE_NONE, GATE_PRODUCER or GATE_LINK
 
 
 @inline
@@ -144,11 +151,13 @@ def _xstages(w: Workload) -> XStages:
     drain_i = columns(DrainI, n_g, np.int64)
     drain_i[:, DrainI.SIZE] = np.bincount(w.producer_gpu, minlength=n_g)
     drain_i[:, DrainI.BASE] = np.concatenate([[0], np.cumsum(drain_i[:, DrainI.SIZE])[:-1]])
+    drain_i[:, DrainI.GATE_HEAD] = drain_i[:, DrainI.GATE_TAIL] = -1
     drain_f = columns(DrainF, n_g)
-    drain_f[:, DrainF.TIMER] = math.inf
+    drain_f[:, DrainF.TIMER] = drain_f[:, DrainF.GATE_KEY] = math.inf
     producers = np.argsort(w.producer_gpu, kind="stable")  # column -> producer
     weight = np.asarray(w.producer_weight, dtype=float)
-    stages = [new_stage(x.drain_bytes_per_us, x.capacity_bytes / max(int(n), 1), weight[producers[b:b + n]])
+    gate_bytes = w.gate.threshold_bytes if w.gate is not None else math.inf
+    stages = [new_stage(x.drain_bytes_per_us, x.capacity_bytes / max(int(n), 1), weight[producers[b:b + n]], gate_bytes)
               for x, b, n in zip(w.xstages, drain_i[:, DrainI.BASE], drain_i[:, DrainI.SIZE])]
     per_stage = [np.stack([s[a] for s in stages]) for a in range(2)]
     per_column = [np.concatenate([s[a] for s in stages], axis=1) for a in range(2, 6)]
@@ -162,7 +171,7 @@ def _producers(w: Workload, x: XStages) -> Producers:
     p[:, ProducerI.FIRST] = p[:, ProducerI.MMA_TILE] = w.offsets[:-1]
     p[:, ProducerI.FIFO_HEAD] = p[:, ProducerI.FIFO_TAIL] = w.offsets[:-1]
     p[:, ProducerI.END], p[:, ProducerI.GPU], p[:, ProducerI.SLOTS] = w.offsets[1:], w.producer_gpu, w.slots
-    p[:, ProducerI.WAIT_NEXT] = p[:, ProducerI.LAST_REMOTE] = -1
+    p[:, ProducerI.WAIT_NEXT] = p[:, ProducerI.LAST_REMOTE] = p[:, ProducerI.GATE_NEXT] = -1
     bases, sizes = x.drain_i[:, DrainI.BASE], x.drain_i[:, DrainI.SIZE]
     p[x.column[Column.PRODUCER], ProducerI.COLUMN] = np.arange(w.n_producers) - np.repeat(bases, sizes)  # in its stage
     return Producers(p, columns(ProducerF, w.n_producers))
@@ -175,4 +184,5 @@ def initial_state(w: Workload, trace: bool) -> State:
     counters[:, CounterI.HEAD] = counters[:, CounterI.TAIL] = -1
     counters[:, CounterI.MIN_WAIT] = INT_MAX
     queue = event_queue.empty(8 * w.n_producers + 8 * len(w.xstages) + 1024)  # a few per process, with room
-    return State(_tiles(w), _producers(w, x), counters, x, queue, w.coupling == "completion-coupled", trace)
+    gate = GATE_NONE if w.gate is None else (GATE_LINK if w.gate.scope == "link" else GATE_PRODUCER)
+    return State(_tiles(w), _producers(w, x), counters, x, queue, w.coupling == "completion-coupled", trace, gate)

@@ -5,18 +5,21 @@ the SimPy engine's ``XStage`` calls it, except that it examines only candidates
 (``scan_all=False``) and the issue-end and drain-mark loops visit only the producers that
 ``fluid.snap`` found due (the SimPy engine visits every producer; equal results show that
 nothing was missed). Each producer's drain marks are a FIFO linked through its tiles
-(``TileI.MARK_NEXT``; the mark itself in ``TileF.MARK``).
+(``TileI.MARK_NEXT``; the mark itself in ``TileF.MARK``). The load gate (:mod:`xsim.des.gate`):
+:func:`gate_closed` registers a mainloop that must wait; the drain's turn releases producer-scope
+waiters whose gate key is due (they are among the due producers) and, after the water-fill,
+link-scope waiters once the stage's total q reaches the threshold.
 """
 
 from __future__ import annotations
 
 import math
 
-from xsim.des import fluid
+from xsim.des import fluid, gate
 from xsim.des.event_queue import NORMAL, new_key, succeed
-from xsim.des.fast_state import (DR_SCHEDULED, K_DRAIN, K_DRAINED, K_ISSUER, K_WAKE, SLEEP_COND, SLEEP_WAKE_ONLY,
-                                 Column, DrainF, DrainI, TileF, TileI, fluid_stage)
-from xsim.des.fluid_state import Fluid, List
+from xsim.des.fast_state import (DR_SCHEDULED, K_DRAIN, K_DRAINED, K_ISSUER, K_MMA, K_WAKE, SLEEP_COND,
+                                 SLEEP_WAKE_ONLY, Column, DrainF, DrainI, ProducerI, TileF, TileI, fluid_stage)
+from xsim.des.fluid_state import Fluid, List, Stage
 from xsim.des.jit import inline, jit
 from xsim.des.water_fill import flows
 
@@ -31,15 +34,46 @@ def inject(x, g, k, tile, nbytes, rate, now, q):
     stage, count, f, status, lists, _ = fluid_stage(x, g)
     fluid.start(stage, count, f, status, lists, k, nbytes, rate, now)
     x.column[Column.ISSUING, x.drain_i[g, DrainI.BASE] + k] = tile
+    _wake(x, g, now, q)
+
+
+@inline
+def _wake(x, g, now, q):
+    """Wake stage g's drain (once per instant)."""
     if x.drain_i[g, DrainI.WOKEN] == 0:
         x.drain_i[g, DrainI.WOKEN] = 1
         succeed(q, now, K_WAKE, g, x.drain_i[g, DrainI.GEN])
 
 
+@jit
+def gate_closed(x, producers, g, k, p, now, q, link):
+    """XStage.gate: False if producer p (local column k of stage g) may start its mainloop now;
+    else True, and it waits (producer scope: a gate key at the drain's next water-fill; link
+    scope: at the end of the stage's list of waiters), the drain woken to take it in."""
+    stage, count, f, status, lists, _ = fluid_stage(x, g)
+    if link:
+        if gate.link_open(stage, f, x.drain_i[g, DrainI.SIZE], now):
+            return False
+        d = x.drain_i
+        if d[g, DrainI.GATE_HEAD] < 0:
+            x.drain_f[g, DrainF.GATE_KEY] = INF
+            d[g, DrainI.GATE_HEAD] = p
+        else:
+            producers[d[g, DrainI.GATE_TAIL], ProducerI.GATE_NEXT] = p
+        d[g, DrainI.GATE_TAIL], producers[p, ProducerI.GATE_NEXT] = p, -1
+    else:
+        if gate.producer_open(stage, f, k, now):
+            return False
+        gate.wait_producer(count, status, lists, k)
+    _wake(x, g, now, q)
+    return True
+
+
 @inline
-def _settle(x, tiles, g, now, q):
-    """XStage._settle: issue ends in producer order, then each producer's due drain marks; flows.
-    Only producers with an event due now can end an issue or pass a mark: the due list."""
+def _settle(x, tiles, producers, g, now, q, link):
+    """XStage._settle: issue ends in producer order, then each producer's due drain marks, then
+    its load gate; flows; then a link-scope gate. Only producers with an event due now can end an
+    issue, pass a mark or reach a producer-scope gate: the due list."""
     s = fluid_stage(x, g)  # the stage's arrays, by local column
     stage, _, fluid_g, status_g, _, _ = s
     base, n = x.drain_i[g, DrainI.BASE], x.drain_i[g, DrainI.SIZE]
@@ -67,7 +101,22 @@ def _settle(x, tiles, g, now, q):
             tile = ti[TileI.MARK_NEXT, tile]
         col[Column.MARK_HEAD, k] = tile
         f[Fluid.MARK, k] = tf[TileF.MARK, tile] if tile >= 0 else INF
+    if stage[Stage.GATE] < INF and not link:
+        for j in range(due):
+            local = x.lists[List.DUE, base + j]
+            if gate.producer_due(stage, fluid_g, status_g, local, now):
+                succeed(q, now, K_MMA, col[Column.PRODUCER, base + local], 0)
     flows(*s, n, now, False)
+    d = x.drain_i
+    if link and d[g, DrainI.GATE_HEAD] >= 0:
+        released, x.drain_f[g, DrainF.GATE_KEY] = gate.link_turn(stage, fluid_g, status_g, n, now,
+                                                                 x.drain_f[g, DrainF.GATE_KEY])
+        if released:
+            p = d[g, DrainI.GATE_HEAD]
+            while p >= 0:
+                succeed(q, now, K_MMA, p, 0)
+                p = producers[p, ProducerI.GATE_NEXT]
+            d[g, DrainI.GATE_HEAD] = d[g, DrainI.GATE_TAIL] = -1
 
 
 @jit
@@ -95,12 +144,13 @@ def pairwise_sum(a, lo, n):
 
 
 @inline
-def drain_turn(x, tiles, g, now, q, tracing):
+def drain_turn(x, tiles, producers, g, now, q, tracing, link):
     """One turn of XStage.drain's loop: advance, settle, q breakpoint, then sleep until the next
-    fluid event (a timer) or a wake. Returns True if the q(t) trace got a new breakpoint."""
+    fluid event or link-scope gate crossing (a timer) or a wake. Returns True if the q(t) trace
+    got a new breakpoint."""
     d, df = x.drain_i, x.drain_f
     fluid.advance(x.stage[g], now)
-    _settle(x, tiles, g, now, q)
+    _settle(x, tiles, producers, g, now, q, link)
     stage, count, f, _, lists, trees = fluid_stage(x, g)
     point = False
     if tracing:
@@ -112,6 +162,8 @@ def drain_turn(x, tiles, g, now, q, tracing):
     d[g, DrainI.GEN] += 1
     d[g, DrainI.WOKEN], d[g, DrainI.COND] = 0, 0
     dt = fluid.next_event(stage, f, trees, d[g, DrainI.SIZE], now, False)
+    if link and d[g, DrainI.GATE_HEAD] >= 0:
+        dt = min(dt, max(df[g, DrainF.GATE_KEY] - now, 0.0))
     if dt == INF:
         d[g, DrainI.SLEEP], df[g, DrainF.TIMER] = SLEEP_WAKE_ONLY, INF
     else:

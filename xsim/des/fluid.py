@@ -218,10 +218,31 @@ def snap(stage, count, fluid, status, lists, trees, n, now, scan_all):
 
 
 @jit
+def gate_keys(stage, fluid, k, mode, now, q):
+    """While producer k's mainloop waits at a producer-scope load gate: the clock (BACKLOG) or
+    time (MIXED, its q at ``now``) at which its q falls to the threshold; ``now`` if the mode
+    holds q at or below it. (inf, inf) if q does not fall (FULL above the threshold)."""
+    f, gate = fluid, stage[Stage.GATE]
+    gv, gt = math.inf, math.inf
+    if mode == BACKLOG:
+        gv = f[Fluid.V0, k] + (f[Fluid.Q0, k] - gate) / f[Fluid.W, k]
+    elif mode == MIXED:
+        dq = f[Fluid.RATE, k] - stage[Stage.LEVEL] * f[Fluid.W, k]
+        if dq < 0.0:
+            gt = now + (q - gate) / -dq
+        elif q <= gate:
+            gt = now
+    elif mode != FULL or stage[Stage.CAP] <= gate:  # IDLE, PASS: q = 0; FULL: q = cap
+        gt = now
+    return gv, gt
+
+
+@jit
 def keys(stage, fluid, status, trees, k, now):
-    """Producer k's event keys from its anchor, mode and (for MIXED) the current level."""
+    """Producer k's event keys from its anchor, mode and (for MIXED) the current level; with its
+    mainloop at a load gate, the gate's crossing too (``Fluid.GV``, ``Fluid.GT``)."""
     f, mode = fluid, status[Status.MODE, k]
-    kfin, kbnd, kt, kv = math.inf, math.inf, math.inf, math.inf
+    kfin, kbnd, kt, kv, q = math.inf, math.inf, math.inf, math.inf, 0.0
     if mode == BACKLOG:
         kbnd = f[Fluid.V0, k] + f[Fluid.Q0, k] / f[Fluid.W, k]
         kv = kbnd
@@ -242,6 +263,10 @@ def keys(stage, fluid, status, trees, k, now):
         kt = min(kfin, kbnd)
     if f[Fluid.MARK, k] < math.inf and (mode == BACKLOG or mode == FULL or mode == MIXED):
         kv = min(kv, mark_key(f, k, f[Fluid.MARK, k]))
+    if status[Status.GATE, k] == 1:
+        gv, gt = gate_keys(stage, f, k, mode, now, q)
+        f[Fluid.GV, k], f[Fluid.GT, k] = gv, gt
+        kv, kt = min(kv, gv), min(kt, gt)
     f[Fluid.KFIN, k], f[Fluid.KBND, k] = kfin, kbnd
     if f[Fluid.KT, k] != kt:
         f[Fluid.KT, k] = kt

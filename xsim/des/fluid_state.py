@@ -35,16 +35,18 @@ IDLE, BACKLOG, FULL, PASS, MIXED = range(5)   # values of Status.MODE
 NO_DEMAND, FINITE, INFINITE = range(3)        # values of Status.DEMAND: what a producer wants of the drain
 
 # the stage's clock t and V, water level L, per-producer capacity, drain rate R, the sum of the
-# weights of the producers that want the drain, and the lowest r / w of a FULL producer
-Stage = layout("Stage", "T V LEVEL CAP DRAIN WANT_W FULL_MIN")
+# weights of the producers that want the drain, the lowest r / w of a FULL producer, and the load
+# gate's threshold (bytes; inf: no gate)
+Stage = layout("Stage", "T V LEVEL CAP DRAIN WANT_W FULL_MIN GATE")
 StageCount = layout("StageCount", "ACTIVE TOUCHED INFINITE MOVING")  # lengths of those lists; INFINITE demands
 # per producer: anchor (q, D, left at t0, V0), rate r, weight w, event keys (finish, boundary, the
-# earliest in time and in V), drain mark, values at now, water-fill sort key, and the mode's
-# motion q += QA dt - QB dV, D += DA dt + DB dV, left -= LA dt + LB dV
-Fluid = layout("Fluid", "Q0 D0 L0 T0 V0 RATE W KFIN KBND KT KV MARK QNOW DNOW LNOW KEY QA QB DA DB LA LB")
+# earliest in time and in V), drain mark, values at now, water-fill sort key, the mode's
+# motion q += QA dt - QB dV, D += DA dt + DB dV, left -= LA dt + LB dV, and while its mainloop
+# waits at the load gate the clock (GV) or time (GT) at which its q reaches the threshold
+Fluid = layout("Fluid", "Q0 D0 L0 T0 V0 RATE W KFIN KBND KT KV MARK QNOW DNOW LNOW KEY QA QB DA DB LA LB GV GT")
 # per producer: mode, demand, served by the water-fill, touched this instant, seen by this pass,
-# position in List.MOVING (-1: not in it)
-Status = layout("Status", "MODE DEMAND SAT TOUCHED SEEN MOVING_AT")
+# position in List.MOVING (-1: not in it), its mainloop waits at a producer-scope load gate
+Status = layout("Status", "MODE DEMAND SAT TOUCHED SEEN MOVING_AT GATE")
 # lists of producers: ACTIVE issuers (PASS, MIXED), TOUCHED this instant, DUE now, the water-fill's
 # ORDER of finite demands, CAND (the pass's candidates), MOVING (q moves: BACKLOG, MIXED)
 List = layout("List", "ACTIVE TOUCHED DUE ORDER CAND MOVING")
@@ -68,14 +70,15 @@ def quantize_weights(weight: np.ndarray) -> np.ndarray:
     return steps * WEIGHT_QUANTUM
 
 
-def new_stage(drain: float, cap: float, weight: np.ndarray) -> FluidStage:
-    """An empty stage whose producers have these (quantized) weights."""
+def new_stage(drain: float, cap: float, weight: np.ndarray, gate_bytes: float = math.inf) -> FluidStage:
+    """An empty stage whose producers have these (quantized) weights (and a load gate's threshold)."""
     n = len(weight)
     stage, count = np.zeros(len(Stage)), np.zeros(len(StageCount), np.int64)
-    stage[Stage.CAP], stage[Stage.DRAIN], stage[Stage.FULL_MIN] = cap, drain, math.inf
+    stage[Stage.CAP], stage[Stage.DRAIN], stage[Stage.FULL_MIN], stage[Stage.GATE] = cap, drain, math.inf, gate_bytes
     fluid = rows(Fluid, n)
     fluid[Fluid.W] = quantize_weights(weight) if n else fluid[Fluid.W]
     fluid[Fluid.KFIN:Fluid.MARK + 1] = math.inf
+    fluid[Fluid.GV:Fluid.GT + 1] = math.inf
     status = rows(Status, n, np.int64)
     status[Status.MOVING_AT] = -1
     return FluidStage(stage, count, fluid, status, rows(List, n, np.int64), rows(Tree, n, fill=math.inf))

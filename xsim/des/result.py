@@ -21,8 +21,9 @@ class TileTimes:
     issue_start: np.ndarray
     issue_end: np.ndarray
     drain_end: np.ndarray
-    stall_us: np.ndarray      # waiting for a staging slot after dependencies were met
+    stall_us: np.ndarray      # waiting for a staging slot (and the load gate) after dependencies were met
     dep_wait_us: np.ndarray   # waiting for the tile's counter dependency
+    gate_wait_us: np.ndarray  # waiting at the load gate with a slot held (0 without a gate)
 
     @classmethod
     def empty(cls, n: int) -> "TileTimes":

@@ -16,7 +16,7 @@ import heapq
 import numpy as np
 import simpy
 
-from xsim.des import fluid
+from xsim.des import fluid, gate
 from xsim.des.fluid_state import Fluid
 from xsim.des.result import SimResult, TileTimes
 from xsim.des.water_fill import flows
@@ -32,14 +32,18 @@ class XStage:
     (:class:`xsim.des.fluid_state.FluidStage`), passed to the fluid functions as ``*self.s``."""
 
     def __init__(self, env: simpy.Environment, drain: float, capacity: float, producers: np.ndarray,
-                 weight: np.ndarray, trace: bool):
+                 weight: np.ndarray, trace: bool, gate_bytes: float = np.inf, gate_scope: str = "producer"):
         self.env = env
         self.local = {int(p): i for i, p in enumerate(producers)}  # producer -> index here
         n = self.n = len(producers)
         weight = np.asarray(weight, dtype=float)[producers] if n else np.zeros(0)
-        self.s = fluid.new_stage(drain, capacity / max(n, 1), weight)
+        self.s = fluid.new_stage(drain, capacity / max(n, 1), weight, gate_bytes)
         self._marks: list[list] = [[] for _ in range(n)]  # FIFO of (mark, event) per producer
         self._issued: list = [None] * n
+        self._link = gate_scope == "link"
+        self._gated: list = [None] * n   # producer scope: the event a waiting mainloop yields
+        self._link_waiting: list = []    # link scope: the waiting mainloops' events, in order
+        self._link_key = np.inf          # link scope: when the total q reaches the threshold
         self.trace_t: list[float] | None = [0.0] if trace else None
         self.trace_q: list[float] = [0.0]
         self._wake = env.event()
@@ -61,6 +65,27 @@ class XStage:
         if not self._wake.triggered:
             self._wake.succeed()
         return issued, drained
+
+    def gate(self, producer: int) -> simpy.Event | None:
+        """The load gate before ``producer``'s mainloop: None if the occupancy is at or below the
+        threshold now, else the event that fires when it gets there (the drain's turn at this
+        instant gives it its key)."""
+        s, now, i = self.s, self.env.now, self.local[producer]
+        if self._link:
+            if gate.link_open(s.stage, s.fluid, self.n, now):
+                return None
+            if not self._link_waiting:
+                self._link_key = np.inf
+            event = self.env.event()
+            self._link_waiting.append(event)
+        else:
+            if gate.producer_open(s.stage, s.fluid, i, now):
+                return None
+            gate.wait_producer(s.count, s.status, s.lists, i)
+            event = self._gated[i] = self.env.event()
+        if not self._wake.triggered:
+            self._wake.succeed()
+        return event
 
     def _flows(self) -> None:
         flows(*self.s, self.n, self.env.now, True)  # every producer: the reference
@@ -84,7 +109,17 @@ class XStage:
             while marks and fluid.mark_due(s.stage, x, s.status, i, marks[0][0], now):
                 marks.pop(0)[1].succeed(now)
             mark[i] = marks[0][0] if marks else np.inf
+        for i in range(self.n):  # producer-scope gates whose key is due, in producer order
+            if gate.producer_due(s.stage, x, s.status, i, now):
+                self._gated[i], event = None, self._gated[i]
+                event.succeed()
         self._flows()
+        if self._link_waiting:
+            released, self._link_key = gate.link_turn(s.stage, x, s.status, self.n, now, self._link_key)
+            if released:
+                self._link_waiting, waiting = [], self._link_waiting
+                for event in waiting:
+                    event.succeed()
         if self.trace_t is not None:
             fluid.fill_q(s.stage, s.count, x, s.lists, self.n, now, True)  # every producer: the reference
             total = float(x[Fluid.QNOW].sum())
@@ -99,6 +134,8 @@ class XStage:
             self._settle()
             self._wake = self.env.event()
             dt = fluid.next_event(self.s.stage, self.s.fluid, self.s.trees, self.n, self.env.now, True)
+            if self._link_waiting:
+                dt = min(dt, max(self._link_key - self.env.now, 0.0))
             if dt == float("inf"):
                 yield self._wake
             else:
@@ -138,8 +175,10 @@ def run(workload: Workload, trace: bool = True) -> SimResult:
     """Simulate ``workload`` to completion."""
     w = workload
     env = simpy.Environment()
+    gated = w.gate
     stages = [XStage(env, x.drain_bytes_per_us, x.capacity_bytes, np.flatnonzero(w.producer_gpu == g),
-                     w.producer_weight, trace) for g, x in enumerate(w.xstages)]
+                     w.producer_weight, trace, *((gated.threshold_bytes, gated.scope) if gated else ()))
+              for g, x in enumerate(w.xstages)]
     counters = Counters(env, w.n_counters)
     times = TileTimes.empty(w.n_tiles)
     coupled = w.coupling == "completion-coupled"
@@ -154,6 +193,12 @@ def run(workload: Workload, trace: bool = True) -> SimResult:
             times.dep_wait_us[i] = env.now - ready
             deps_met = env.now
             yield slots.get(1)
+            slot_at = env.now
+            if gated is not None and w.mainloop_us[i] > 0:
+                wait = stages[w.producer_gpu[p]].gate(p)
+                if wait is not None:
+                    yield wait
+            times.gate_wait_us[i] = env.now - slot_at
             times.stall_us[i] = env.now - deps_met
             times.mainloop_start[i] = env.now
             yield env.timeout(w.mainloop_us[i])

@@ -1,0 +1,102 @@
+"""The load gate's arithmetic (:mod:`xsim.load_gate`) on a fluid X-Stage, for both engines.
+
+A mainloop that loads memory starts only once the occupancy its producer sees is at or below
+the stage's threshold (``Stage.GATE``): its own q (scope "producer") or the stage's total q
+(scope "link"). Occupancy moves continuously, so a waiting mainloop is released at the
+instant the occupancy reaches the threshold:
+
+- **producer scope**: a new event key of the waiting producer (``Status.GATE`` set; keys
+  ``Fluid.GV`` in the clock V for BACKLOG, ``Fluid.GT`` in time for MIXED, computed by
+  :func:`xsim.des.fluid.gate_keys` with the producer's other keys), so the min-trees find it
+  like any other event; the drain's turn releases the producers whose gate key is due.
+- **link scope**: one stage-level key in time. Between two drain turns every rate is
+  constant, so the total q is linear in time; each turn computes it and its slope
+  (:func:`link_motion`, every producer in order) and the time it reaches the threshold.
+
+Checking the gate never moves the stage (:func:`clock_at` evaluates the clock without storing
+it), so a mainloop that passes at once leaves every result exactly as without a gate.
+"""
+from __future__ import annotations
+
+import math
+
+from xsim.des.fluid import evaluate, threshold_v, tol_t, touch
+from xsim.des.fluid_state import BACKLOG, MIXED, Fluid, Stage, Status
+from xsim.des.jit import jit
+
+
+@jit
+def clock_at(stage, now):
+    """The clock V at ``now`` as :func:`xsim.des.fluid.advance` would compute it, not stored."""
+    dt = now - stage[Stage.T]
+    return stage[Stage.V] + stage[Stage.LEVEL] * dt if dt > 0.0 else stage[Stage.V]
+
+
+@jit
+def producer_open(stage, fluid, k, now):
+    """Producer k's q at ``now`` is at or below the threshold."""
+    return evaluate(fluid, k, now, clock_at(stage, now), stage[Stage.CAP])[0] <= stage[Stage.GATE]
+
+
+@jit
+def link_total(stage, fluid, n, now):
+    """The stage's total q at ``now`` (producers in order)."""
+    v, cap, total = clock_at(stage, now), stage[Stage.CAP], 0.0
+    for k in range(n):
+        total += evaluate(fluid, k, now, v, cap)[0]
+    return total
+
+
+@jit
+def link_open(stage, fluid, n, now):
+    """The stage's total q at ``now`` is at or below the threshold."""
+    return link_total(stage, fluid, n, now) <= stage[Stage.GATE]
+
+
+@jit
+def wait_producer(count, status, lists, k):
+    """Producer k's mainloop waits at the gate: the drain's next water-fill gives it a gate key."""
+    status[Status.GATE, k] = 1
+    touch(count, status, lists, k)
+
+
+@jit
+def producer_due(stage, fluid, status, k, now):
+    """Producer k waits at the gate and its gate key is due at ``now`` (then: no longer waiting)."""
+    if status[Status.GATE, k] == 0:
+        return False
+    if fluid[Fluid.GT, k] <= now + tol_t(now) or fluid[Fluid.GV, k] <= threshold_v(stage, now):
+        status[Status.GATE, k] = 0
+        fluid[Fluid.GV, k], fluid[Fluid.GT, k] = math.inf, math.inf
+        return True
+    return False
+
+
+@jit
+def link_motion(stage, fluid, status, n, now):
+    """(total q, its rate of change) of the stage from ``now`` at the current level (the stage
+    advanced to ``now``): a BACKLOG producer's q falls at L w, a MIXED one's moves at r - L w."""
+    v, cap, level = stage[Stage.V], stage[Stage.CAP], stage[Stage.LEVEL]
+    total, slope = 0.0, 0.0
+    for k in range(n):
+        total += evaluate(fluid, k, now, v, cap)[0]
+        mode = status[Status.MODE, k]
+        if mode == BACKLOG:
+            slope -= level * fluid[Fluid.W, k]
+        elif mode == MIXED:
+            slope += fluid[Fluid.RATE, k] - level * fluid[Fluid.W, k]
+    return total, slope
+
+
+@jit
+def link_turn(stage, fluid, status, n, now, key):
+    """At a drain turn with mainloops waiting at a link-scope gate, after the water-fill: release
+    them (True) if the total q is at or below the threshold or the previous turn's crossing
+    ``key`` is due; else (False, the time the total q reaches the threshold, inf if it does not fall)."""
+    total, slope = link_motion(stage, fluid, status, n, now)
+    gate = stage[Stage.GATE]
+    if total <= gate or key <= now + tol_t(now):
+        return True, math.inf
+    if slope < 0.0:
+        return False, now + (total - gate) / -slope
+    return False, math.inf

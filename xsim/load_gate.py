@@ -1,0 +1,82 @@
+"""The load gate: a mainloop that loads memory starts only once the X-Stage has room to spare.
+
+On the host link the fused kernels' stores are accepted at once, but the next mainloop's loads
+wait behind the CTA's posted host writes (docs/fa-a2a-report.md, "Where it sits"): an accepted
+store is not free for a mainloop that loads memory while the stage is full. The gate models
+that: before such a mainloop starts, its producer waits until the occupancy it sees is at or
+below ``threshold_bytes``:
+
+- ``scope = "producer"``: the producer's own undrained bytes (its q in the fluid X-Stage);
+- ``scope = "link"``: the whole X-Stage's undrained bytes (every producer of the source GPU).
+
+``threshold_bytes = 0`` with scope ``producer`` is "wait for my own stores to drain"; an
+infinite threshold is the model without a gate. The engines apply it to the tiles of a
+workload with ``mainloop_loads`` (docs/simulator.md, "Load gate"). Profile JSON:
+``"load_gate": {"threshold_bytes": 12345.0, "scope": "producer"}`` (absent or null: no gate).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+SCOPES = ("producer", "link")
+
+
+class LoadGateError(ValueError):
+    """A load gate that is not valid (a profile turns it into a ProfileError)."""
+
+
+@dataclass(frozen=True)
+class LoadGate:
+    """A mainloop that loads memory starts once the occupancy of ``scope`` is <= ``threshold_bytes``."""
+
+    threshold_bytes: float
+    scope: str = "producer"
+
+    def __post_init__(self) -> None:
+        value = self.threshold_bytes
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value) or value < 0:
+            raise LoadGateError(f'"threshold_bytes" must be a number >= 0, got {value!r}')
+        object.__setattr__(self, "threshold_bytes", float(value))
+        if self.scope not in SCOPES:
+            raise LoadGateError(f'"scope" must be one of {", ".join(SCOPES)}, got {self.scope!r}')
+
+    @property
+    def is_open(self) -> bool:
+        """An infinite threshold: no mainloop ever waits (the model without a gate)."""
+        return self.threshold_bytes == math.inf
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"threshold_bytes": self.threshold_bytes, "scope": self.scope}
+
+
+def gate_to_json(gate: LoadGate | None) -> dict[str, Any] | None:
+    """A profile's ``load_gate`` value: null without a gate, and for an infinite threshold (JSON
+    has no infinity; the two simulate alike)."""
+    return None if gate is None or gate.is_open else gate.to_dict()
+
+
+def gate_from_json(value: Any) -> LoadGate | None:
+    """A profile's ``load_gate`` value (absent or null: None)."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise LoadGateError(f'"load_gate" must be an object or null, got {type(value).__name__}')
+    unknown = sorted(set(value) - {"threshold_bytes", "scope"})
+    if unknown:
+        raise LoadGateError(f'"load_gate" has an unknown key {unknown[0]!r}; known: scope, threshold_bytes')
+    if "threshold_bytes" not in value:
+        raise LoadGateError('"load_gate" is missing the key \'threshold_bytes\'')
+    return LoadGate(value["threshold_bytes"], value.get("scope", "producer"))
+
+
+def with_gate(gate: LoadGate | None, threshold_bytes: float | None = None, scope: str | None = None) -> LoadGate | None:
+    """``gate`` with a command-line threshold and/or scope (a scope alone needs a gate to apply to)."""
+    if threshold_bytes is None and scope is None:
+        return gate
+    if threshold_bytes is None and gate is None:
+        raise LoadGateError("a load gate scope needs a threshold: the platform has no load gate")
+    return LoadGate(gate.threshold_bytes if threshold_bytes is None else threshold_bytes,
+                    scope or (gate.scope if gate is not None else "producer"))
