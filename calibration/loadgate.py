@@ -17,7 +17,6 @@ and the controls (stores into local HBM, a fence before the loads), where no gat
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -198,9 +197,27 @@ def summary(fit: GateFit, rs: RecordSet) -> dict:
                    for s in fit.scopes},
         "chosen": fit.gate.to_dict(),
         "errors_percent": {g: e for g, e in fit.errors.items() if g != "points"},
-        "points": fit.errors["points"],
+        "points": [[r["key"], r["group"], r["measured_us"][0], r["predicted_us"][0]] for r in fit.errors["points"]],
+        "points_columns": ["key", "group", "measured median us", "DES median us"],
     }
 
 
-def is_finite_gate(gate: LoadGate | None) -> bool:
-    return gate is not None and math.isfinite(gate.threshold_bytes)
+def with_fitted_gate(platform: Platform, fit: GateFit, rs: RecordSet) -> Platform:
+    """``platform`` with the fitted gate and its provenance entry (floats rounded as the profile's)."""
+    import dataclasses
+
+    from calibration.profile import rounded
+
+    provenance = dict(platform.provenance, load_gate=rounded(summary(fit, rs)))
+    return dataclasses.replace(platform, load_gate=fit.gate, provenance=provenance)
+
+
+def check_same_platform(micro: RecordSet, gate: RecordSet) -> None:
+    """The loadgate records must come from the machine the profile describes."""
+    from calibration.records import PLATFORM_SAME
+
+    diff = [k for k in PLATFORM_SAME if micro.platform.get(k) != gate.platform.get(k)]
+    if diff:
+        k = diff[0]
+        raise RecordError(f"loadgate records are from another platform: {k} {gate.platform.get(k)!r} "
+                          f"vs {micro.platform.get(k)!r}")
