@@ -171,7 +171,7 @@ def cases(draw, commands=COMMANDS):
         argv += ["--platform", draw(st.sampled_from([name, name, "paper-8gpu", "nope", "/dev/zero"]))]
     if command in ("model", "simulate", "sweep") and draw(st.integers(0, 3)) == 0:
         option, kind = draw(st.sampled_from([("--t-iss0-us", "us"), ("--drain-gbps", "gbps"),
-                                             ("--capacity-bytes", "bytes")]))
+                                             ("--capacity-bytes", "bytes"), ("--load-gate-bytes", "bytes")]))
         argv += [option, draw(value(kind))]
     if command == "model":
         argv = ["model", "--volume-bytes", draw(value("bytes")), "--gap-us", draw(value("us"))] + argv

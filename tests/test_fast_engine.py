@@ -1,5 +1,7 @@
 """The numba engine equals the SimPy engine: per-tile tables, q(t) traces and summaries."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -7,6 +9,7 @@ from hypothesis import strategies as st
 
 from xsim.des import simulate
 from xsim.des.simpy_engine import SimulationError
+from xsim.load_gate import LoadGate
 from xsim.platform import resolve_platform
 from xsim.scenario import load_scenario
 from xsim.workload import Workload, XStageParams
@@ -100,6 +103,33 @@ def assert_same(a, b):
 def test_random_workloads_equal(cfg):
     a, b = run_both(random_workload(cfg))
     assert_same(a, b)
+
+
+gate = st.fixed_dictionaries({
+    # 0, small, about a burst, larger than any occupancy; and anything in between
+    "threshold": st.sampled_from([0.0, 0.0, 50.0, 600.0, 1e7]) | st.floats(0.0, 6000.0),
+    "scope": st.sampled_from(["producer", "link"]),
+    "loads": st.sampled_from([True, True, True, False]),
+})
+
+
+# mostly without counters (random counters often deadlock, which tests nothing of the gate)
+gated_config = config.map(lambda c: {**c, "counters": c["counters"] if c["seed"] % 4 == 0 else 0})
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(gated_config, gate)
+def test_random_gated_workloads_identical(cfg, g):
+    """With a random load gate (both scopes) the engines agree bit for bit, not merely to 1e-9."""
+    w = dataclasses.replace(random_workload(cfg), mainloop_loads=g["loads"],
+                            load_gate=LoadGate(g["threshold"], g["scope"]))
+    a, b = run_both(w)
+    assert_same(a, b)
+    if not isinstance(a, str):
+        for key, column in a.times.columns().items():
+            assert np.array_equal(column, b.times.columns()[key], equal_nan=True), key
+        for (at, aq), (bt, bq) in zip(a.traces, b.traces):
+            assert np.array_equal(at, bt) and np.array_equal(aq, bq)
 
 
 def test_deadlock_reported_alike():

@@ -16,6 +16,9 @@ The kernel is replayed ``replays`` times back to back (CUDA-graph replay): a ker
 is a grid barrier that every CTA reaches at its last tile's issue end (at its drain end for
 ``cc``, or when ``boundary_waits_drain``), so a replay's bursts drain while the next replay
 computes. ``kernel_us`` is the time per replay after the first.
+
+A Q-loop loads K and V tiles (``mainloop_loads``): with a platform load gate
+(:mod:`xsim.load_gate`) it waits for the X-Stage's occupancy to fall to its threshold.
 """
 
 from __future__ import annotations
@@ -122,6 +125,7 @@ def build(params: dict, platform: Platform) -> Workload:
         staging_depth=0,
         coupling="completion-coupled" if coupled else "xstage",
         producer_weight=np.asarray(platform.weights_for(k), dtype=float),
+        mainloop_loads=True, load_gate=platform.load_gate,   # a Q-loop loads K and V tiles
     )
 
 

@@ -8,6 +8,7 @@ import math
 import sys
 from typing import Any, Mapping
 
+from xsim.load_gate import SCOPES
 from xsim.params import ParamError
 from xsim.platform import Platform, resolve_platform
 from xsim.units import UnitError, format_count, parse_bytes, parse_gbps, parse_time_us
@@ -30,6 +31,18 @@ def add_platform_options(parser) -> None:
     group.add_argument("--t-iss0-us", metavar="US", type=unit_arg(parse_time_us), help="constant backpressure-free issue time")
     group.add_argument("--drain-gbps", metavar="GBPS", type=unit_arg(parse_gbps), help="effective drain rate R")
     group.add_argument("--capacity-bytes", metavar="BYTES", type=unit_arg(parse_bytes), help="constant outstanding capacity Q")
+    group.add_argument("--load-gate-bytes", metavar="BYTES|none", type=unit_arg(parse_gate_bytes),
+                       help="load gate threshold: a mainloop that loads memory starts once the occupancy is <= this "
+                            "(none: no gate)")
+    group.add_argument("--load-gate-scope", choices=SCOPES,
+                       help="whose occupancy the load gate sees: the producer's own bytes or the whole link's")
+
+
+def parse_gate_bytes(text: str) -> float:
+    """A load gate threshold: bytes, or ``none`` (no gate: an infinite threshold)."""
+    if text.strip().lower() in ("none", "off"):
+        return math.inf
+    return parse_bytes(text)
 
 
 def platform_from_args(args, name_or_path: str | None = None) -> Platform:
@@ -38,8 +51,11 @@ def platform_from_args(args, name_or_path: str | None = None) -> Platform:
         value = getattr(args, name)
         if value is not None and not value > 0:
             raise ParamError(f"--{name.replace('_', '-')} must be > 0, got {value:g}")
+    gate_bytes, gate_scope = getattr(args, "load_gate_bytes", None), getattr(args, "load_gate_scope", None)
+    if gate_bytes is not None and not gate_bytes >= 0:
+        raise ParamError(f"--load-gate-bytes must be >= 0, got {gate_bytes:g}")
     platform = resolve_platform(args.platform if name_or_path is None else name_or_path)
-    return platform.with_overrides(args.t_iss0_us, args.drain_gbps, args.capacity_bytes)
+    return platform.with_overrides(args.t_iss0_us, args.drain_gbps, args.capacity_bytes, gate_bytes, gate_scope)
 
 
 def add_json_option(parser) -> None:

@@ -13,6 +13,9 @@ When an L1 tile's ``l2_full`` signal takes effect (``l1_release``):
 - ``block``: as ``drain``, and the compute role waits for it too (the release is issued by
   the only role): two zero-time fence tiles after each L1 tile, the first signalling a
   per-SM counter at its drain end, the second waiting on it.
+
+The L1 and L2 mainloops load their operands (``mainloop_loads``): with a platform load gate
+(:mod:`xsim.load_gate`) each waits for the X-Stage's occupancy to fall to its threshold.
 """
 
 from __future__ import annotations
@@ -77,6 +80,7 @@ def tile_workload(table: TileTable, shape: MoEShape, lay: ExpertLayout, platform
                               platform.capacity_bytes(k)),),
         staging_depth=staging_depth,
         producer_weight=np.asarray(platform.weights_for(n_streams), dtype=float),
+        mainloop_loads=True, load_gate=platform.load_gate,   # GEMM mainloops load their operands
     )
 
 
