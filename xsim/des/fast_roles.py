@@ -51,17 +51,17 @@ def mma_run(s, p, now):
             slot_get(pi, p, now, q)
             return
         elif pc == MMA_SLOT:
+            if s.gate == GATE_NONE or tf[TileF.MAINLOOP_US, i] <= 0:
+                _mainloop(s, p, i, now)  # no gate: TileF.GATE_WAIT stays 0
+                return
             pf[p, ProducerF.SLOT_AT] = now
             pi[p, ProducerI.MMA_PC] = MMA_GATE
-            if s.gate != GATE_NONE and tf[TileF.MAINLOOP_US, i] > 0 and gate_closed(
-                    s.xstages, pi, pi[p, ProducerI.GPU], pi[p, ProducerI.COLUMN], p, now, q, s.gate == GATE_LINK):
+            if gate_closed(s.xstages, pi, pi[p, ProducerI.GPU], pi[p, ProducerI.COLUMN], p, now, q,
+                           s.gate == GATE_LINK):
                 return
         elif pc == MMA_GATE:
             tf[TileF.GATE_WAIT, i] = now - pf[p, ProducerF.SLOT_AT]
-            tf[TileF.STALL, i] = now - pf[p, ProducerF.DEPS_MET]
-            tf[TileF.MAINLOOP_START, i] = now
-            pi[p, ProducerI.MMA_PC] = MMA_MAIN
-            timeout(q, now + tf[TileF.MAINLOOP_US, i], K_MMA, p)
+            _mainloop(s, p, i, now)
             return
         elif pc == MMA_MAIN:
             tf[TileF.MAINLOOP_END, i] = now
@@ -71,6 +71,16 @@ def mma_run(s, p, now):
             return
         else:  # MMA_PUT
             pi[p, ProducerI.MMA_PC], pi[p, ProducerI.MMA_TILE] = MMA_START, i + 1
+
+
+@inline
+def _mainloop(s, p, i, now):
+    """Producer p's compute role starts tile i's mainloop (its slot taken, past the load gate)."""
+    tf = s.tiles.f
+    tf[TileF.STALL, i] = now - s.producers.f[p, ProducerF.DEPS_MET]
+    tf[TileF.MAINLOOP_START, i] = now
+    s.producers.i[p, ProducerI.MMA_PC] = MMA_MAIN
+    timeout(s.queue, now + tf[TileF.MAINLOOP_US, i], K_MMA, p)
 
 
 @inline

@@ -140,6 +140,7 @@ def _tiles(w: Workload) -> Tiles:
     for row, column in ((TileI.PRODUCER, w.producer), (TileI.WAIT, w.wait_counter), (TileI.WAIT_VALUE, w.wait_value),
                         (TileI.SIGNAL, w.signal_counter), (TileI.SIGNAL_ON_DRAIN, w.signal_on_drain)):
         i[row] = column
+    f[TileF.GATE_WAIT] = 0.0   # written only for a mainloop the load gate checks
     i[TileI.DRAINED] = DR_NONE
     return Tiles(f, i)
 

@@ -41,6 +41,7 @@ class XStage:
         self._marks: list[list] = [[] for _ in range(n)]  # FIFO of (mark, event) per producer
         self._issued: list = [None] * n
         self._link = gate_scope == "link"
+        self._own_gate = not self._link and gate_bytes < np.inf  # producer scope: a gate key per producer
         self._gated: list = [None] * n   # producer scope: the event a waiting mainloop yields
         self._link_waiting: list = []    # link scope: the waiting mainloops' events, in order
         self._link_key = np.inf          # link scope: when the total q reaches the threshold
@@ -109,7 +110,7 @@ class XStage:
             while marks and fluid.mark_due(s.stage, x, s.status, i, marks[0][0], now):
                 marks.pop(0)[1].succeed(now)
             mark[i] = marks[0][0] if marks else np.inf
-        for i in range(self.n):  # producer-scope gates whose key is due, in producer order
+        for i in range(self.n if self._own_gate else 0):  # producer-scope gates whose key is due, in order
             if gate.producer_due(s.stage, x, s.status, i, now):
                 self._gated[i], event = None, self._gated[i]
                 event.succeed()
