@@ -154,3 +154,7 @@ def test_shipped_report_has_the_paced_keys(capsys):
     for key in ("paced_over_fa_above_threshold", "paced_hiding_min_above_threshold", "m_ub_star_measured_paced"):
         assert key in rep
     assert not any("fused-paced" in n for n in doc["notes"])    # the kind is known, not left out
+    # the paced kernel is predicted too (closed form here): every swept M, from the record's pace
+    assert rep["paced_time_mape"] is not None and 0 < rep["paced_time_mape"] < 50
+    head = rep["series"][0]["errors"]["closed-form"]
+    assert head["paced_time_mape"] == rep["paced_time_mape"]

@@ -27,7 +27,7 @@ import numpy as np
 
 from calibration.fidelity import mape_percent
 from calibration.records import RecordSet
-from xsim.attention.predict import FaA2aPrediction, predict
+from xsim.attention.predict import FaA2aPrediction, paced_residual_us, predict
 from xsim.attention.qloop import QLoop, fit_qloop
 from xsim.attention.shape import AttentionShape
 from xsim.builders import fa_a2a as builder
@@ -57,6 +57,7 @@ class Point:
     closed_form: FaA2aPrediction | None = None
     predicted: dict = field(default_factory=dict)   # model -> {"fused_us", "cc_us", "e_res_us", "e_cc_us"}
     floor_us: float = math.nan
+    pace: int = 0                       # fused-paced: the record's row chunks per tile
     where: list = field(default_factory=list)
 
     def get(self, kind: str) -> float:
@@ -153,6 +154,11 @@ def collect(rs: RecordSet, notes: list[str]) -> dict:
         point.where.append(r.where)
         if r.kind == "fa-only":
             point.qloop_us = r.stat("qloop_us", "median")
+        if r.kind == "fused-paced":
+            if r.params.get("pace_spread", True) and r.params.get("tile_order", "remote-first") == "remote-first":
+                point.pace = int(r.params.get("pace_chunks", builder.PARAMS["pace"].default))
+            else:
+                notes.append(f"{r.where}: fused-paced with consecutive chunks or the default order is not modeled")
         if r.kind == "fused":
             point.issue_span_us = r.stat("issue_span_us", "median")
             point.shape = _shape(r.params)
@@ -161,13 +167,14 @@ def collect(rs: RecordSet, notes: list[str]) -> dict:
 
 def _des_residuals(p: Point, qloop: QLoop, platform: Platform, destination: str, engine: str) -> dict:
     out = {}
-    for variant in ("fused", "cc"):
+    paced = ("fused-paced",) if p.pace else ()
+    for variant in ("fused", "cc") + paced:
         s = p.shape
         params = resolve(builder.PARAMS, {
             "variant": variant, "seq_len": s.seq_len, "batch": s.batch, "heads": s.heads, "sp": s.sp,
             "head_dim": s.head_dim, "block_m": s.block_m, "block_n": s.block_n, "producers": s.producers,
             "destination": destination, "sigma_us_per_kv_tile": qloop.sigma_us_per_kv_tile,
-            "qloop_fixed_us": qloop.fixed_us, "replays": DES_REPLAYS}, "fa-a2a point")
+            "qloop_fixed_us": qloop.fixed_us, "replays": DES_REPLAYS, "pace": p.pace or 1}, "fa-a2a point")
         result = simulate(builder.build(params, platform), engine=engine, trace=False)
         out[variant] = builder.summarize(result, params)["e_res_us"]
     return out
@@ -177,11 +184,14 @@ def predict_point(p: Point, qloop: QLoop, platform: Platform, destination: str, 
     t_fa = p.get("fa-only")
     cf = p.closed_form = predict(p.shape, qloop, platform, destination)
     p.predicted["closed-form"] = {"e_res_us": cf.e_res_us, "e_cc_us": cf.e_cc_us,
-                                  "fused_us": t_fa + cf.e_res_us, "cc_us": t_fa + cf.e_cc_us}
+                                  "fused_us": t_fa + cf.e_res_us, "cc_us": t_fa + cf.e_cc_us,
+                                  "paced_us": t_fa + paced_residual_us(p.shape, qloop, platform, p.pace, destination)
+                                  if p.pace else math.nan}
     if engine is not None:
         des = _des_residuals(p, qloop, platform, destination, engine)
         p.predicted["des"] = {"e_res_us": des["fused"], "e_cc_us": des["cc"],
-                              "fused_us": t_fa + des["fused"], "cc_us": t_fa + des["cc"]}
+                              "fused_us": t_fa + des["fused"], "cc_us": t_fa + des["cc"],
+                              "paced_us": t_fa + des.get("fused-paced", math.nan)}
     per_tile = p.issue_span_us
     p.floor_us = cf.remote_waves * (per_tile if math.isfinite(per_tile) else cf.t_iss0_us)
 
@@ -226,6 +236,8 @@ def summarize_series(s: Series, models: list[str]) -> dict:
             "e_cc_mae_us": _mae([p.predicted[model]["e_cc_us"] for p in have], [p.e_cc_us for p in have]),
             "fused_vs_cc_prediction_mape": mape_percent([p.predicted[model]["cc_us"] for p in have],
                                                         [p.get("fused") for p in have]),
+            "paced_time_mape": mape_percent([p.predicted[model]["paced_us"] for p in have],
+                                            [p.get("fused-paced") for p in have]),
             "n_fused": sum(math.isfinite(p.get("fused")) for p in have),
             "n_cc": sum(math.isfinite(p.get("cc")) for p in have)}
     return {
@@ -299,6 +311,7 @@ def build(rs: RecordSet, platform: Platform, engine: str | None = None) -> FaA2a
                                           "paced_over_fa_above_threshold", "paced_hiding_min_above_threshold",
                                           "m_ub_star_measured_paced")})
         summary.update(fused_time_mape=errs["fused_time_mape"], cc_time_mape=errs["cc_time_mape"],
+                       paced_time_mape=errs["paced_time_mape"],
                        fa_vs_cudnn_min=_extreme([s.summary["fa_vs_cudnn_min"] for s in series
                                                  if s.summary["fa_vs_cudnn_min"] is not None], min),
                        headline_series=dict(head.key))
@@ -315,7 +328,8 @@ def _headline(series: list[Series]) -> Series | None:
 
 
 HEADLINE_KEYS = ("speedup_max", "m_ub_star_predicted", "m_ub_star_measured", "fused_over_fa_above_threshold",
-                 "hiding_min_above_threshold", "fused_time_mape", "cc_time_mape", "fa_vs_cudnn_min")
+                 "hiding_min_above_threshold", "fused_time_mape", "cc_time_mape", "fa_vs_cudnn_min",
+                 "paced_time_mape", "paced_over_fa_above_threshold", "m_ub_star_measured_paced")
 
 
 def table3_rows(s: Series) -> list[list]:
@@ -332,11 +346,12 @@ def prediction_rows(s: Series) -> list[list]:
         cf, des = p.predicted.get("closed-form", {}), p.predicted.get("des", {})
         rows.append([p.seq_len, p.get("fused"), cf.get("fused_us", np.nan), des.get("fused_us", np.nan),
                      p.e_res_us, cf.get("e_res_us", np.nan), des.get("e_res_us", np.nan), p.floor_us,
-                     p.get("cc"), cf.get("cc_us", np.nan), des.get("cc_us", np.nan)])
+                     p.get("cc"), cf.get("cc_us", np.nan), des.get("cc_us", np.nan),
+                     p.get("fused-paced"), cf.get("paced_us", np.nan), des.get("paced_us", np.nan)])
     return rows
 
 
 TABLE3_HEADER = ["M", "FA-only", "cuDNN", "A2A store", "A2A CE", "serial", "fused", "fused-paced", "cc (fence)",
                  "cc (atomic)", "E_res", "hiding H", "speedup"]
 PREDICTION_HEADER = ["M", "fused", "fused CF", "fused DES", "E_res", "E_res CF", "E_res DES", "issue floor",
-                     "cc", "cc CF", "cc DES"]
+                     "cc", "cc CF", "cc DES", "paced", "paced CF", "paced DES"]
