@@ -15,7 +15,9 @@ from dataclasses import dataclass
 
 from . import fa_layout
 
-MODE_LOCAL, MODE_FUSED, MODE_CC = 0, 1, 2
+MODE_LOCAL, MODE_FUSED, MODE_CC, MODE_PACED = 0, 1, 2, 3
+ORDERS = {"default": 0, "remote-first": 1}  # fa_layout.tiles | fa_layout.remote_first_coords
+PACES = (1, 2, 4, 8, 16)
 FENCES = {"asm": 1, "atomic": 2}          # completion-coupled: fence.sc.sys | release atomic
 STAMP_WORDS = 6
 ATOL = 2e-2                                # bf16 output vs the float32 reference
@@ -153,16 +155,36 @@ def _set_tma_allocator(device) -> None:
     triton.set_allocator(alloc)
 
 
+def pace_stride(shape: FAShape, pace: int, spread: bool) -> int:
+    """KV steps between two paced row chunks: spread over the whole next Q-loop (M/b_n // pace
+    steps apart), or one chunk per KV step."""
+    return max(1, (shape.seq_len // shape.block_n) // pace) if spread else 1
+
+
 def launch_fa(q, k, v, shape: FAShape, mode: int, out=None, bufs: OwnerBuffers | None = None,
               programs: int = 132, fence: str = "atomic", stamps=None, flags=None,
-              num_warps: int = 8, num_stages: int = 3, tma: bool = False):
-    """Enqueue fa_fwd_kernel (no sync). mode 0 writes `out` [batch, HL, M, d]; modes 1, 2
-    write `bufs`. stamps (int64 [n_tiles, 6]) turns the per-tile instrumentation on."""
+              num_warps: int = 8, num_stages: int = 3, tma: bool = False, pace: int = 0,
+              spread: bool = True, stage=None, order: str = "default", flatten: bool = False,
+              ws: bool = False, branch: bool = True):
+    """Enqueue fa_fwd_kernel (no sync). mode 0 writes `out` [batch, HL, M, d]; modes 1, 2, 3
+    write `bufs`. stamps (int64 [n_tiles, 6]) turns the per-tile instrumentation on. mode 3
+    (paced) needs pace (row chunks per tile, one of PACES) and `stage` (>= programs * b_m * d
+    elements of the output dtype, HBM). Returns Triton's handle of the compiled kernel."""
     from .fa_kernels import fa_fwd_kernel
 
     upcast = _interpreter_compat()
-    if mode not in (MODE_LOCAL, MODE_FUSED, MODE_CC):
-        raise ValueError(f'"mode" must be 0, 1 or 2, got {mode!r}.')
+    if mode not in (MODE_LOCAL, MODE_FUSED, MODE_CC, MODE_PACED):
+        raise ValueError(f'"mode" must be 0, 1, 2 or 3, got {mode!r}.')
+    if order not in ORDERS:
+        raise ValueError(f'"order" must be one of {sorted(ORDERS)}, got {order!r}.')
+    grid = (max(1, min(programs, shape.n_tiles)),)
+    if mode == MODE_PACED:
+        if pace not in PACES or shape.block_m % pace:
+            raise ValueError(f'"pace" must be one of {PACES} dividing block_m, got {pace!r}.')
+        if stage is None or stage.numel() < grid[0] * shape.block_m * shape.head_dim:
+            raise ValueError('the paced variant needs "stage" (>= programs * block_m * head_dim).')
+    else:
+        pace, stage = 0, None
     if fence not in FENCES:
         raise ValueError(f'"fence" must be one of {sorted(FENCES)}, got {fence!r}.')
     if mode == MODE_LOCAL:
@@ -175,13 +197,17 @@ def launch_fa(q, k, v, shape: FAShape, mode: int, out=None, bufs: OwnerBuffers |
         flags = dst
     if tma:
         _set_tma_allocator(q.device)
-    grid = (max(1, min(programs, shape.n_tiles)),)
     qk_scale = 1.0 / math.sqrt(shape.head_dim) * 1.4426950408889634
-    fa_fwd_kernel[grid](q, k, v, dst, remote, stamps if stamps is not None else dst, flags,
-                        qk_scale, shape.n_tiles, grid[0], *_launch_args(shape),
+    stride = pace_stride(shape, pace, spread) if pace else 1
+    return fa_fwd_kernel[grid](q, k, v, dst, remote, stamps if stamps is not None else dst, flags,
+                        stage if stage is not None else dst, qk_scale, shape.n_tiles, grid[0],
+                        *_launch_args(shape), stride,
                         D=shape.head_dim, BLOCK_M=shape.block_m, BLOCK_N=shape.block_n,
                         MODE=mode, FENCE=FENCES[fence], INSTR=stamps is not None,
-                        UPCAST=upcast, TMA=tma, num_warps=num_warps, num_stages=num_stages)
+                        UPCAST=upcast, TMA=tma, PACE=pace,
+                        CHUNK=shape.block_m // pace if pace else shape.block_m,
+                        ORDER=ORDERS[order], FLATTEN=flatten, WS=ws, BRANCH=bool(branch),
+                        num_warps=num_warps, num_stages=num_stages)
 
 
 def launch_a2a_store(out, bufs: OwnerBuffers, shape: FAShape, programs: int = 132,

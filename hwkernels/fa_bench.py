@@ -48,6 +48,16 @@ def parse_args(argv=None):
     ap.add_argument("--num-warps", type=int, default=8)
     ap.add_argument("--num-stages", type=int, default=3)
     ap.add_argument("--tma", action="store_true", help="K/V through tensor descriptors")
+    ap.add_argument("--flatten", action="store_true", help="persistent loop tl.range(flatten=True)")
+    ap.add_argument("--ws", action="store_true", help="persistent loop tl.range(warp_specialize=True)")
+    ap.add_argument("--pace", type=int, default=8,
+                    help="fused-paced: row chunks per tile, stored during the next Q-loop")
+    ap.add_argument("--pace-consecutive", action="store_true",
+                    help="fused-paced: one chunk per KV step (default: spread over the Q-loop)")
+    ap.add_argument("--pace-order", choices=("remote-first", "default"), default="remote-first",
+                    help="fused-paced tile order (remote-first: the rank's own tiles last)")
+    ap.add_argument("--pace-masked", action="store_true",
+                    help="fused-paced: chunk code masked on every KV step (default: uniform if)")
     ap.add_argument("--config", default="",
                     help="JSON file whose 'best' is [block_m, block_n, num_warps, num_stages, "
                          "tma] (fa_tune's output); overrides those five options")
@@ -135,9 +145,14 @@ def params_of(case: Case, variant: str, replays: int, graph: bool, target: str) 
          "tile_bytes": fa_layout.tile_bytes(s.block_m, s.head_dim),
          "remote_bytes": s.remote_bytes, "out_bytes": s.out_bytes, "ring_slots": case.slots,
          "replays": replays, "graph": graph, "num_warps": c.num_warps,
-         "num_stages": c.num_stages, "tma": c.tma, "variant": variant}
+         "num_stages": c.num_stages, "tma": c.tma, "variant": variant, "flatten": c.flatten,
+         "ws": c.ws, "tile_order": "default"}
     if variant.startswith("cc-"):
         p["fence"] = variant[3:]
+    if variant == "fused-paced":
+        p.update(pace_chunks=c.pace, pace_spread=c.pace_spread, tile_order=c.pace_order,
+                 pace_branch=c.pace_branch,
+                 pace_stride_kv=fa.pace_stride(s, c.pace, c.pace_spread))
     return p
 
 
@@ -158,7 +173,7 @@ def smi_clock_mhz() -> float:
 def table(rows: list[dict]) -> str:
     """The short summary: one line per M (times in microseconds, medians)."""
     head = ("M", "T_FA", "T_A2A", "T_A2A_ce", "T_serial", "T_fused", "T_cc_asm", "T_cc_atom",
-            "E_res", "H", "speedup", "FA/cuDNN")
+            "E_res", "H", "speedup", "FA/cuDNN", "T_paced", "E_paced", "H_paced")
     lines = ["  ".join(f"{h:>9}" for h in head)]
     for r in rows:
         t = r["t"]
@@ -168,7 +183,11 @@ def table(rows: list[dict]) -> str:
         vals = [r["M"], fa_us, t.get("a2a-store"), t.get("a2a-ce"), ser, fus, t.get("cc-asm"),
                 t.get("cc-atomic"), e_res, hide, ser / fus if ser and fus else math.nan,
                 t["sdpa-cudnn"] / fa_us if fa_us and t.get("sdpa-cudnn") else math.nan]
-        lines.append("  ".join(f"{v:>9.1f}" if isinstance(v, float) and i < 9 else
+        pac = t.get("fused-paced")
+        e_pac = pac - fa_us if fa_us and pac else math.nan
+        vals += [pac, e_pac, 1 - e_pac / (ser - fa_us) if pac and fa_us and ser and ser > fa_us
+                 else math.nan]
+        lines.append("  ".join(f"{v:>9.1f}" if isinstance(v, float) and (i < 9 or i > 11) else
                                (f"{v:>9.3f}" if isinstance(v, float) else f"{v!s:>9}")
                                for i, v in enumerate(v if v is not None else math.nan
                                                      for v in vals)))
@@ -196,14 +215,16 @@ def rows_from_records(path) -> tuple[list[dict], list[tuple]]:
     tiles = [(m, q(d, "fa-only", "qloop_us"), q(d, "fused", "qloop_us"), q(d, "cc-asm", "qloop_us"),
               q(d, "fa-only", "issue_span_us"), q(d, "fused", "issue_span_us"),
               q(d, "fused", "issue_span_us", "p90"), q(d, "fused", "issue_span_us", "max"),
-              q(d, "cc-asm", "issue_span_us"), q(d, "cc-atomic", "issue_span_us"))
+              q(d, "cc-asm", "issue_span_us"), q(d, "cc-atomic", "issue_span_us"),
+              q(d, "fused", "qloop_us", "p90"), q(d, "fused-paced", "qloop_us"),
+              q(d, "fused-paced", "qloop_us", "p90"), q(d, "fused-paced", "issue_span_us"))
              for m, d in sorted(by_m.items())]
     return rows, tiles
 
 
 def tile_table(tiles: list[tuple]) -> str:
     head = ("M", "qloop_FA", "qloop_fus", "qloop_cc", "span_FA", "span_fus", "fus_p90",
-            "fus_max", "span_ccA", "span_ccR")
+            "fus_max", "span_ccA", "span_ccR", "qfus_p90", "qloop_pac", "qpac_p90", "span_pac")
     lines = ["  ".join(f"{h:>9}" for h in head)]
     lines += ["  ".join(f"{v:>9}" if i == 0 else f"{v:>9.2f}" for i, v in enumerate(t)) for t in tiles]
     return "\n".join(lines)
@@ -240,7 +261,9 @@ def main(argv=None) -> int:
         return 2
     try:
         cases = shapes(args)
-        cfg = KernelConfig(args.num_warps, args.num_stages, args.tma)
+        cfg = KernelConfig(args.num_warps, args.num_stages, args.tma, flatten=args.flatten,
+                           ws=args.ws, pace=args.pace, pace_spread=not args.pace_consecutive,
+                           pace_order=args.pace_order, pace_branch=not args.pace_masked)
     except ValueError as exc:
         print(f"fa_bench: {exc}", file=sys.stderr)
         return 2

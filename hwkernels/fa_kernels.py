@@ -9,6 +9,7 @@ Shapes (all contiguous, bf16 unless noted; layout math in fa_layout.py):
   stamps    int64 [n_tiles, 6] (INSTR only): %globaltimer ns at tile start, at Q-loop end,
             at store end, then %clock64 at the same three points
   flags     int32 [programs] (MODE 2, FENCE 2 only): the per-tile release target
+  stage     [programs, b_m, D] (MODE 3 only): each program's staged output tile
 
 fa_fwd_kernel is persistent: program p takes tiles p, p + programs, ... (grid = SM count or
 fewer); each tile is b_m query rows of one (b, h), a full Q-loop over all M/b_n K/V tiles with
@@ -18,7 +19,18 @@ the online softmax (scores in base 2), then the epilogue:
           buffer) and move straight on to the next tile: no communication warp or program;
   MODE 2  completion-coupled: MODE 1, then every thread waits until its stores are visible at
           system scope before the next tile starts: FENCE 1 `fence.sc.sys` (inline asm),
-          FENCE 2 a CTA barrier then an atomic add with sem=release, scope=sys.
+          FENCE 2 a CTA barrier then an atomic add with sem=release, scope=sys;
+  MODE 3  fused-paced: a tile owned by the rank is stored to HBM at once; a remote tile is
+          written to the program's staging slot (`stage`, [programs, b_m, D] in HBM) and its
+          host stores are spread over the program's next tile: PACE row chunks of b_m / PACE
+          rows, chunk c stored after KV step c * pace_stride of the next Q-loop (the chunks the
+          Q-loop is too short for, and the program's last tile, are stored at the tile end);
+          BRANCH: the chunk code under a uniform `if` (else masked off on the other steps).
+ORDER 0: tile t in fa_layout.tiles order; ORDER 1: remote-first (fa_layout.remote_first_coords:
+the tiles of the other owners first, the rank's own tiles last, so the last wave stores to HBM).
+FLATTEN: the persistent loop as tl.range(flatten=True) (Triton may fuse it with the Q-loop);
+WS: the persistent loop as tl.range(warp_specialize=True) (Triton's Hopper warp
+specialization, as its persistent-matmul tutorial does it: with FLATTEN off).
 TMA: K and V tiles through tensor descriptors (tl.make_tensor_descriptor; Hopper TMA) instead of
 pointer loads; the launcher sets triton's allocator for the descriptors' scratch.
 UPCAST (the launcher sets it under TRITON_INTERPRET=1 only): the interpreter keeps bf16 as raw
@@ -68,21 +80,65 @@ def _tile_coords(tile, hl, seq, BLOCK_M: tl.constexpr):
 
 
 @triton.jit
-def _store_to_owner(tile_val, out_ptr, remote_ptr, b, h, m0, rank, offs_m, offs_d,
-                    hl, seq, sp, slice_elems, D: tl.constexpr):
+def _ordered_coords(i, hl, seq, sp, rank, n_tiles, BLOCK_M: tl.constexpr, ORDER: tl.constexpr):
+    # ORDER 1 is fa_layout.remote_first_coords: remote tiles in (b, h, m) order, then local.
+    if ORDER == 0:
+        b, h, m0 = _tile_coords(i, hl, seq, BLOCK_M)
+    else:
+        m_blocks = seq // BLOCK_M
+        per_owner = m_blocks // sp
+        n_remote = n_tiles - n_tiles // sp
+        if i < n_remote:
+            bh = i // (m_blocks - per_owner)
+            j = i % (m_blocks - per_owner)
+            mb = j + (j >= rank * per_owner).to(tl.int32) * per_owner
+        else:
+            bh = (i - n_remote) // per_owner
+            mb = rank * per_owner + (i - n_remote) % per_owner
+        b, h, m0 = bh // hl, bh % hl, mb * BLOCK_M
+    return b, h, m0
+
+
+@triton.jit
+def _owner_dest(b, h, m0, rank, hl, seq, sp, slice_elems, D: tl.constexpr):
     # Owner o holds [batch, M/N, H, D]: row m0+i of local head h at
     # ((b*M/N + m0 - o*M/N) * H + rank*HL + h) * D + i*H*D (fa_layout.dest_offset).
+    # Returns (local, offset): offset into `out` if local, else into `remote` (slot included).
     tpo = seq // sp
     heads = hl * sp
     o = m0 // tpo
     row0 = (b * tpo + m0 - o * tpo).to(tl.int64)
     base = (row0 * heads + rank * hl + h) * D
-    rows = offs_m[:, None].to(tl.int64) * (heads * D) + offs_d[None, :]
-    if o == rank:
-        tl.store(out_ptr + base + rows, tile_val)
+    slot = o - (o > rank).to(tl.int32)
+    local = o == rank
+    off = tl.where(local, base, slot.to(tl.int64) * slice_elems + base)
+    return local, off
+
+
+@triton.jit
+def _store_to_owner(tile_val, out_ptr, remote_ptr, b, h, m0, rank, offs_m, offs_d,
+                    hl, seq, sp, slice_elems, D: tl.constexpr):
+    local, off = _owner_dest(b, h, m0, rank, hl, seq, sp, slice_elems, D)
+    rows = offs_m[:, None].to(tl.int64) * (hl * sp * D) + offs_d[None, :]
+    if local:
+        tl.store(out_ptr + off + rows, tile_val)
     else:
-        slot = o - (o > rank).to(tl.int32)
-        tl.store(remote_ptr + slot.to(tl.int64) * slice_elems + base + rows, tile_val)
+        tl.store(remote_ptr + off + rows, tile_val)
+
+
+@triton.jit
+def _store_chunk(stage_ptr, remote_ptr, pend_off, c, do, row_stride, offs_c, offs_d,
+                 CH: tl.constexpr, D: tl.constexpr, MASKED: tl.constexpr = True):
+    # Rows c*CH .. c*CH+CH-1 of the staged tile to its remote owner (masked off unless `do`;
+    # MASKED False: the caller branched on `do`, plain loads and stores).
+    rows = c * CH + offs_c
+    src = stage_ptr + rows[:, None] * D + offs_d[None, :]
+    dst = remote_ptr + pend_off + rows[:, None].to(tl.int64) * row_stride + offs_d[None, :]
+    if MASKED:
+        mask = tl.full([CH, D], True, tl.int1) & do
+        tl.store(dst, tl.load(src, mask=mask, cache_modifier=".cg"), mask=mask)
+    else:
+        tl.store(dst, tl.load(src, cache_modifier=".cg"))
 
 
 @triton.jit
@@ -95,8 +151,10 @@ def _softmax_step(qk, m_i, l_i, acc, qk_scale):
 
 @triton.jit
 def _qloop(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n, offs_d, qk_scale,
+           stage_ptr, remote_ptr, pend_off, pend, pace_stride, row_stride, offs_c,
            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr,
-           UPCAST: tl.constexpr, TMA: tl.constexpr):
+           UPCAST: tl.constexpr, TMA: tl.constexpr, PACE: tl.constexpr,
+           CHUNK: tl.constexpr, BRANCH: tl.constexpr):
     m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     acc = tl.zeros([BLOCK_M, D], dtype=tl.float32)
@@ -118,21 +176,39 @@ def _qloop(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n, offs_
         if UPCAST:
             v = v.to(tl.float32)
         acc = tl.dot(p.to(v.dtype), v, acc)
+        if PACE > 0:   # one row chunk of the previous (staged) tile every pace_stride steps
+            j = start_n // BLOCK_N
+            c = j // pace_stride
+            do = (pend != 0) & (j % pace_stride == 0) & (c < PACE)
+            if BRANCH:   # a uniform branch: the other KV steps run no chunk code
+                if do:
+                    _store_chunk(stage_ptr, remote_ptr, pend_off, c, do, row_stride, offs_c,
+                                 offs_d, CHUNK, D, False)
+            else:
+                _store_chunk(stage_ptr, remote_ptr, pend_off, c, do, row_stride, offs_c, offs_d,
+                             CHUNK, D)
         kv_ptrs += BLOCK_N * D
         row += BLOCK_N
     return acc / l_i[:, None]
 
 
 @triton.jit
-def fa_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, remote_ptr, stamps_ptr, flags_ptr, qk_scale,
-                  n_tiles, programs, rank, hl, seq, sp, slice_elems,
+def fa_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, remote_ptr, stamps_ptr, flags_ptr, stage_ptr,
+                  qk_scale, n_tiles, programs, rank, hl, seq, sp, slice_elems, pace_stride,
                   D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                   MODE: tl.constexpr, FENCE: tl.constexpr, INSTR: tl.constexpr,
-                  UPCAST: tl.constexpr, TMA: tl.constexpr):
+                  UPCAST: tl.constexpr, TMA: tl.constexpr, PACE: tl.constexpr,
+                  CHUNK: tl.constexpr, ORDER: tl.constexpr, FLATTEN: tl.constexpr,
+                  WS: tl.constexpr, BRANCH: tl.constexpr):
     pid = tl.program_id(0)
     offs_m = tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, D)
+    offs_c = tl.arange(0, CHUNK)
+    row_stride = hl * sp * D
+    my_stage = stage_ptr + pid.to(tl.int64) * (BLOCK_M * D)
+    pend = pid * 0                      # MODE 3: the stage holds a remote tile not yet stored
+    pend_off = (pid * 0).to(tl.int64)   # ... and its offset in `remote`
     desc_k = k_ptr
     desc_v = v_ptr
     if TMA:
@@ -141,10 +217,10 @@ def fa_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, remote_ptr, stamps_ptr, flags_pt
                                            block_shape=[BLOCK_N, D])
         desc_v = tl.make_tensor_descriptor(v_ptr, shape=[rows_total, D], strides=[D, 1],
                                            block_shape=[BLOCK_N, D])
-    for tile in range(pid, n_tiles, programs):
+    for tile in tl.range(pid, n_tiles, programs, flatten=FLATTEN, warp_specialize=WS):
         if INSTR:
             _stamp(stamps_ptr, tile, 0)
-        b, h, m0 = _tile_coords(tile, hl, seq, BLOCK_M)
+        b, h, m0 = _ordered_coords(tile, hl, seq, sp, rank, n_tiles, BLOCK_M, ORDER)
         kv_row0 = (b * hl + h) * seq
         kv_base = kv_row0.to(tl.int64) * D
         q_rows = kv_base + (m0 + offs_m)[:, None].to(tl.int64) * D + offs_d[None, :]
@@ -152,12 +228,30 @@ def fa_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, remote_ptr, stamps_ptr, flags_pt
         if UPCAST:
             q = q.to(tl.float32)
         o_tile = _qloop(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n, offs_d,
-                        qk_scale, BLOCK_M, BLOCK_N, D, UPCAST, TMA)
+                        qk_scale, my_stage, remote_ptr, pend_off, pend, pace_stride, row_stride,
+                        offs_c, BLOCK_M, BLOCK_N, D, UPCAST, TMA, PACE, CHUNK, BRANCH)
         o_tile = o_tile.to(out_ptr.dtype.element_ty)
         if INSTR:
             _stamp(stamps_ptr, tile, 1)
         if MODE == 0:
             tl.store(out_ptr + q_rows, o_tile)
+        elif MODE == 3:
+            # the chunks the Q-loop did not reach, then this tile: HBM at once, or staged
+            sent = tl.minimum(PACE, tl.cdiv(seq // BLOCK_N, pace_stride))
+            for c in range(sent, PACE):
+                _store_chunk(my_stage, remote_ptr, pend_off, c, pend != 0, row_stride, offs_c,
+                             offs_d, CHUNK, D)
+            tl.debug_barrier()
+            local, off = _owner_dest(b, h, m0, rank, hl, seq, sp, slice_elems, D)
+            if local:
+                tl.store(out_ptr + off + offs_m[:, None].to(tl.int64) * row_stride
+                         + offs_d[None, :], o_tile)
+                pend = pid * 0
+            else:
+                tl.store(my_stage + offs_m[:, None] * D + offs_d[None, :], o_tile)
+                pend = pid * 0 + 1
+            pend_off = off
+            tl.debug_barrier()
         else:
             _store_to_owner(o_tile, out_ptr, remote_ptr, b, h, m0, rank, offs_m, offs_d,
                             hl, seq, sp, slice_elems, D)
@@ -171,6 +265,10 @@ def fa_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, remote_ptr, stamps_ptr, flags_pt
         if INSTR:
             tl.debug_barrier()
             _stamp(stamps_ptr, tile, 2)
+    if MODE == 3:   # the program's last staged tile
+        for c in range(0, PACE):
+            _store_chunk(my_stage, remote_ptr, pend_off, c, pend != 0, row_stride, offs_c,
+                         offs_d, CHUNK, D)
 
 
 @triton.jit

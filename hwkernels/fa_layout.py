@@ -80,6 +80,27 @@ def tiles(batch: int, heads_local: int, seq_len: int, block_m: int):
         yield tile_coords(t, heads_local, seq_len, block_m)
 
 
+def remote_first_coords(i: int, batch: int, heads_local: int, seq_len: int, block_m: int,
+                        sp: int, rank: int) -> tuple[int, int, int]:
+    """(b, h, m_block) of position i in the remote-first order (the kernels' ORDER 1): the tiles
+    owned by other ranks first, in tiles() order, then the rank's own tiles, in tiles() order.
+    The last wave of a persistent kernel then stores to local HBM only."""
+    m_blocks = seq_len // block_m
+    per_owner = m_blocks // sp
+    total = n_tiles(batch, heads_local, seq_len, block_m)
+    n_remote = total - total // sp
+    if not 0 <= i < total:
+        raise ValueError(f'"i" must be in [0, {total}), got {i}.')
+    if i < n_remote:
+        bh, j = divmod(i, m_blocks - per_owner)
+        m_block = j + per_owner if j >= rank * per_owner else j
+    else:
+        bh, j = divmod(i - n_remote, per_owner)
+        m_block = rank * per_owner + j
+    b, h = divmod(bh, heads_local)
+    return b, h, m_block
+
+
 def program_tiles(pid: int, programs: int, total_tiles: int) -> range:
     """Tiles program pid takes: pid, pid + programs, ... (the persistent grid-stride loop)."""
     return range(pid, total_tiles, programs)

@@ -118,7 +118,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     programs = torch.cuda.get_device_properties(0).multi_processor_count
     need = host_bytes_for([_shape(m, bm=bm) for m in (1024, 4096, 8192, 16384) for bm in (64, 128)])
-    host = _host_view(need, torch.device("cuda", 0)).cuda
+    host_buf = _host_view(need, torch.device("cuda", 0))   # kept: its memory is freed with it
+    host = host_buf.cuda
     result = {}
 
     def dump():

@@ -7,9 +7,11 @@
 Variants (FA_CONTRACT.md kinds): "fa-only" (output stays local), "a2a-store" (our store
 kernel moves the reference output into the owners' buffers), "a2a-ce" (the copy engine moves
 it), "serial" (fa-only then a2a-store), "fused", "cc-asm" / "cc-atomic" (completion-coupled,
-fence.sc.sys or a release atomic at system scope after each tile), "sdpa-cudnn" (torch's cuDNN
-SDPA, local output). Remote stores go to `slots` ring slots of the other owners' buffers (fresh
-addresses, see hwkernels.destination): launch i of a graph writes slot i % slots.
+fence.sc.sys or a release atomic at system scope after each tile), "fused-paced" (fused with
+the producer's phase changed: a remote tile's stores spread over the program's next Q-loop in
+cfg.pace row chunks, tiles in cfg.pace_order), "sdpa-cudnn" (torch's cuDNN SDPA, local
+output). Remote stores go to `slots` ring slots of the other owners' buffers (fresh addresses,
+see hwkernels.destination): launch i of a graph writes slot i % slots.
 """
 
 from dataclasses import dataclass
@@ -19,10 +21,10 @@ import numpy as np
 from . import fa
 from .fa import FAShape, OwnerBuffers
 
-VARIANTS = ("fa-only", "a2a-store", "a2a-ce", "serial", "fused", "cc-asm", "cc-atomic",
-            "sdpa-cudnn")
-REMOTE_VARIANTS = ("a2a-store", "a2a-ce", "serial", "fused", "cc-asm", "cc-atomic")
-INSTRUMENTED = ("fa-only", "fused", "cc-asm", "cc-atomic")
+VARIANTS = ("fa-only", "a2a-store", "a2a-ce", "serial", "fused", "fused-paced", "cc-asm",
+            "cc-atomic", "sdpa-cudnn")
+REMOTE_VARIANTS = ("a2a-store", "a2a-ce", "serial", "fused", "fused-paced", "cc-asm", "cc-atomic")
+INSTRUMENTED = ("fa-only", "fused", "fused-paced", "cc-asm", "cc-atomic")
 
 
 def record_kind(variant: str) -> str:
@@ -36,12 +38,22 @@ class KernelConfig:
     num_stages: int = 3
     tma: bool = False
     a2a_warps: int = 4
+    flatten: bool = False           # persistent loop as tl.range(flatten=True)
+    ws: bool = False                # persistent loop as tl.range(warp_specialize=True)
+    pace: int = 8                   # fused-paced: row chunks per tile
+    pace_spread: bool = True        # ... spread over the whole next Q-loop (else one per KV step)
+    pace_order: str = "remote-first"
+    pace_branch: bool = True        # ... chunk code under a uniform if (else masked every step)
 
     def __post_init__(self):
         if self.num_warps not in (1, 2, 4, 8, 16):
             raise ValueError(f'"num_warps" must be a power of two <= 16, got {self.num_warps}.')
         if self.num_stages < 1:
             raise ValueError(f'"num_stages" must be >= 1, got {self.num_stages}.')
+        if self.pace not in fa.PACES:
+            raise ValueError(f'"pace" must be one of {fa.PACES}, got {self.pace}.')
+        if self.pace_order not in fa.ORDERS:
+            raise ValueError(f'"pace_order" must be one of {sorted(fa.ORDERS)}, got {self.pace_order!r}.')
 
 
 def tile_times(stamps: np.ndarray, programs: int) -> dict:
@@ -99,16 +111,21 @@ class Case:
                      for s in range(slots)]
         self.flags = torch.zeros(max(programs, 1), dtype=torch.int32, device=dev)
         self.stamps = torch.zeros((shape.n_tiles, fa.STAMP_WORDS), dtype=torch.int64, device=dev)
+        self.stage = torch.empty(max(programs, 1) * shape.block_m * shape.head_dim,
+                                 dtype=torch.bfloat16, device=dev)
         self.sdpa_out = None
         self._memcpy2d = None
+        self.compiled = None       # Triton's handle of the last FA launch (regs, spills, smem)
 
     # -- enqueue -----------------------------------------------------------------------------
     def _fa(self, mode, slot=0, fence="atomic", stamps=None):
         c = self.cfg
-        fa.launch_fa(self.q, self.k, self.v, self.shape, mode, out=self.out,
+        self.compiled = fa.launch_fa(self.q, self.k, self.v, self.shape, mode, out=self.out,
                      bufs=self.bufs[slot], programs=self.programs, fence=fence,
                      stamps=stamps, flags=self.flags, num_warps=c.num_warps,
-                     num_stages=c.num_stages, tma=c.tma)
+                     num_stages=c.num_stages, tma=c.tma, pace=c.pace, spread=c.pace_spread,
+                     stage=self.stage, order=c.pace_order if mode == fa.MODE_PACED else "default",
+                     flatten=c.flatten, ws=c.ws, branch=c.pace_branch)
 
     def _a2a(self, src, slot):
         fa.launch_a2a_store(src, self.bufs[slot], self.shape, self.programs, self.cfg.a2a_warps)
@@ -148,6 +165,8 @@ class Case:
             self._a2a(self.out, slot)
         elif variant == "fused":
             self._fa(fa.MODE_FUSED, slot, stamps=stamps)
+        elif variant == "fused-paced":
+            self._fa(fa.MODE_PACED, slot, stamps=stamps)
         elif variant in ("cc-asm", "cc-atomic"):
             self._fa(fa.MODE_CC, slot, fence=variant[3:], stamps=stamps)
         elif variant == "sdpa-cudnn":

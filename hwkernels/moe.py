@@ -39,12 +39,19 @@ class KernelConfig:
     signal: int = 0            # 0 release (correct), 1 relaxed (measures the release's cost)
     stamps: bool = False
     max_spins: int = DEFAULT_MAX_SPINS
+    tma: bool = True           # weights and L2's activations through TMA descriptors
+    acc_k1: int = 0            # fp8: promote the accumulator every acc_k1 K (0: never; L1;
+    acc_k2: int = 0            # -1: an fp32 add per K step); acc_k2 the same for Linear-2
 
     def __post_init__(self):
         for name in ("block_k", "block_k2"):
             v = getattr(self, name)
             if v is not None and (v < 16 or v & (v - 1)):
                 raise ValueError(f'"{name}" must be a power of two >= 16.')
+        for name, bk in (("acc_k1", self.block_k), ("acc_k2", self.k2)):
+            v = getattr(self, name)
+            if v < -1 or v > bk or (v > 0 and v % 32):
+                raise ValueError(f'"{name}" must be -1, 0 or a multiple of 32 <= its block_k.')
         if self.signal not in (0, 1):
             raise ValueError('"signal" must be 0 (release) or 1 (relaxed).')
         if self.max_spins < 1:
@@ -247,7 +254,7 @@ class FusedMoE:
         self.n_tiles = self.tiles.shape[0]
         n_rows = max(len(layout.row_token), 1)
         act_dtype = torch.float8_e4m3fn if data.precision == "fp8" else torch.bfloat16
-        self.act = torch.empty(n_rows, inter, dtype=act_dtype, device=dev)
+        self.act = torch.zeros(n_rows, inter, dtype=act_dtype, device=dev)   # TMA reads past rend
         self.l2_full = torch.zeros(max(len(row0), 1), dtype=i32, device=dev)
         self.err = torch.zeros(2, dtype=i32, device=dev)
         self.stamps = torch.zeros(max(self.n_tiles, 1), STAMP_COLS, dtype=torch.int64,
@@ -270,12 +277,15 @@ class FusedMoE:
         pos = (self.data.x, self.data.w1, self.data.w2, self.act, self.out, self.row_token,
                self.row_slot, self.row_weight, self.mb_row0, self.mb_rend, self.l2_full,
                self.tiles, self.dest_delta, self.offsets, self.data.scales, self.err, self.stamps, self.sm,
-               c.max_spins)
+               c.max_spins, self.act.shape[0])
         kw = dict(H=s.hidden, I=s.intermediate, E=s.experts // s.ep, TOPK=s.topk,
                   T_LOCAL=s.tokens, EP=s.ep,
                   BM=s.block_m, BN1=s.block_n1, BN2=s.block_n2, BK1=c.block_k, BK2=bk2,
                   FP8=self.data.precision == "fp8", SIGNAL=c.signal,
-                  STAMPS=c.stamps and not interpreting(), INTERPRET=interpreting())
+                  STAMPS=c.stamps and not interpreting(), TMA=c.tma,
+                  ACC_K1=c.acc_k1 if self.data.precision == "fp8" else 0,
+                  ACC_K2=c.acc_k2 if self.data.precision == "fp8" else 0,
+                  INTERPRET=interpreting())
         if not interpreting():
             kw.update(num_warps=c.num_warps, num_stages=c.num_stages)
         return pos, kw
@@ -314,6 +324,10 @@ class FusedMoE:
         if getattr(self, "_launch_args", None) is None:
             self._launch_args = self._args()
         pos, kw = self._launch_args
+        if kw["TMA"]:
+            from .moe_kernels import set_allocator
+
+            set_allocator()
         if not self._checked:
             self._check_coresident(pos, kw)
         moe_fused_kernel[(self.n_streams,)](*pos, **kw)

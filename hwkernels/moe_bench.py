@@ -2,6 +2,7 @@
 
     python -m hwkernels.moe_bench --out RECORDS.jsonl --target host [--configs A,B|x.toml]
            [--trials 20] [--phases kernel,signal,gemm,mainloop] [--tune] [--suite full|quick]
+           [--combine host|local]
 
 kernel (kind "kernel"): for each config and both schedules (order rotated per config), the
 destination is poisoned (NaN), the kernel runs, the Combine output is checked against the
@@ -13,6 +14,13 @@ tile's release), l1_mainloop_us, l2_mainloop_us. signal (kind "signal"): the sam
 with a relaxed L1 signal (not ordered by the PTX model: a measurement of what the release
 costs, never a kernel time). gemm / mainloop: see moe_gemm.py; mainloop records are the
 per-tile mainloop times of the GEMM-only runs (all SMs busy, no Combine over the link).
+--combine local (the local-Combine control): the same kernel and tile tables with the Combine
+into a device buffer of the same [tokens, topk, hidden] layout, so no link is involved; kind
+"kernel_local" per (config, schedule), and kind "mainloop" records (source "fused-local",
+one per config x schedule x tile kind) of the fused kernel's own per-tile times: the
+mainloop, and for L1 its fixed costs (wait before the mainloop, nothing to wait for; the
+activation store; the release), for L2 the local Combine store. These carry no link
+information: xsim.moe.compute prefers them over the GEMM-only records.
 One GPU only for now (ep = 1, --target host); --nproc > 1 stops with a message.
 """
 
@@ -22,17 +30,19 @@ import sys
 import time
 from dataclasses import replace
 
-import numpy as np
-
 from . import moe, records
+from .moe_bench_gemm import gemm_phase, read_settings, tune, write_settings
 from .moe_catalog import load_configs
 from .stats import summarize
 
-# The picks of --tune on the H200 at 4249002 (calibration/records/logs/h200-pcie-host-moe).
-SETTINGS = {"bf16": moe.KernelConfig(block_k=64, block_k2=128, num_warps=8, num_stages=3),
-            "fp8": moe.KernelConfig(block_k=128, block_k2=128, num_warps=8, num_stages=3)}
-TUNE = {"bf16": [(64, 64, 8, 4), (64, 128, 8, 3)],   # (bk1, bk2, warps, stages)
-        "fp8": [(128, 128, 8, 3), (128, 128, 8, 4), (128, 256, 8, 3)]}
+# The --tune picks of the TMA kernel on the H200 at 10d8eb7, the settings of the shipped
+# records (calibration/records/logs/h200-pcie-host-moe/settings-10d8eb7.json). fp8 promotes
+# its accumulator into fp32 once per 128-deep K step (acc_k = -1: acc + dot): without it in
+# Linear-1 sm_90's fp8 accumulation flips 3-6 % of the e4m3 activations and fails the
+# end-to-end check (docs/moe-kernel.md); promoting only Linear-1 spilled 62 registers.
+SETTINGS = {"bf16": moe.KernelConfig(block_k=64, block_k2=64, num_warps=8, num_stages=4),
+            "fp8": moe.KernelConfig(block_k=128, block_k2=128, num_warps=8, num_stages=4,
+                                    acc_k1=-1, acc_k2=-1)}
 PHASES = ("kernel", "signal", "gemm", "mainloop")
 
 
@@ -47,6 +57,10 @@ def parse_args(argv=None):
     ap.add_argument("--phases", default=",".join(PHASES))
     ap.add_argument("--tune", action="store_true", help="pick block_k/warps/stages on GEMMs")
     ap.add_argument("--gemm-m", default="1024,4096", help="rows of the GEMM comparisons")
+    ap.add_argument("--tune-out", default="", help="write the settings used (JSON)")
+    ap.add_argument("--settings", default="", help="use the settings of a --tune-out file")
+    ap.add_argument("--combine", choices=("host", "local"), default="host",
+                    help="local: Combine into device memory (the no-link control)")
     ap.add_argument("--budget-s", type=float, default=0.0,
                     help="stop starting new points after this many seconds (0: no limit)")
     return ap.parse_args(argv)
@@ -88,7 +102,8 @@ class Bench:
     def cfg_params(self, precision):
         c = self.settings[precision]
         return {"block_k": c.block_k, "block_k2": c.k2, "num_warps": c.num_warps,
-                "num_stages": c.num_stages}
+                "num_stages": c.num_stages, "tma": c.tma, "acc_k1": c.acc_k1,
+                "acc_k2": c.acc_k2}
 
 
 def _sm_clock_mhz() -> float:
@@ -120,12 +135,22 @@ def _host_out(shape, device):
     return view(buf.cuda), view(buf.cpu), buf
 
 
+def _local_out(shape, device):
+    """The local-Combine control's destination: device memory of the same layout."""
+    import torch
+
+    out = torch.empty(shape.tokens, shape.topk, shape.hidden, dtype=torch.bfloat16,
+                      device=device)
+    return out, None, None
+
+
 def _stamp_samples(fused, kernel_us):
     t = moe.tile_times(fused.stamp_array(), fused.tiles.cpu().numpy())
     span = t.of(1, "store_us")
     return {"kernel_us": kernel_us, "span_us": span, "stall_us": span,
             "wait_us": t.of(1, "wait_us"), "signal_us": t.of(0, "signal_us"),
-            "l1_mainloop_us": t.of(0, "mainloop_us"), "l2_mainloop_us": t.of(1, "mainloop_us")}
+            "l1_mainloop_us": t.of(0, "mainloop_us"), "l2_mainloop_us": t.of(1, "mainloop_us"),
+            "l1_wait_us": t.of(0, "wait_us"), "l1_store_us": t.of(0, "store_us")}
 
 
 def run_kernel(b: Bench, cfg, data, lay, ref, out, cpu_out, schedule, signal=0):
@@ -157,6 +182,8 @@ def run_kernel(b: Bench, cfg, data, lay, ref, out, cpu_out, schedule, signal=0):
 
     def check(_res):
         ok, err = moe.check(out, ref)
+        if cpu_out is None:                                  # local Combine: device memory
+            return ok, err
         probe = int(lay.row_token[0]), int(lay.row_slot[0])   # host bytes really written
         same = torch.equal(cpu_out[probe].float(), out[probe].float().cpu())
         return ok and same, err
@@ -190,13 +217,19 @@ def _one_config(b: Bench, i, cfg, cache, signal_too):
     data = cache[key]
     lay = expert_layout(s, route(s, cfg.routing, cfg.skew, cfg.seed))
     ref = moe.reference(data, lay, s.topk)
-    out, cpu_out, _buf = _host_out(s, b.device)
+    local = b.args.combine == "local"
+    out, cpu_out, _buf = (_local_out if local else _host_out)(s, b.device)
     order = ("wave", "interleaved") if i % 2 == 0 else ("interleaved", "wave")
+    kind = "kernel_local" if local else "kernel"
     for schedule in order:
         ok, err, stats, table = run_kernel(b, cfg, data, lay, ref, out, cpu_out, schedule)
-        params = cfg.params(schedule, table.lead, b.args.target) | b.cfg_params(s.precision)
-        b.record("kernel", params, stats, {"ok": ok, "max_abs_err": err})
-        b.rows.append(("kernel", cfg.name, schedule, ok, stats))
+        dest = "local" if local else b.args.target
+        params = cfg.params(schedule, table.lead, dest) | b.cfg_params(s.precision)
+        b.record(kind, params, stats, {"ok": ok, "max_abs_err": err})
+        b.rows.append((kind, cfg.name, schedule, ok, stats))
+        if local:
+            _fused_mainloop_records(b, cfg, params, stats, ok)
+            continue
         if signal_too and ok:
             ok2, err2, st2, _ = run_kernel(b, cfg, data, lay, ref, out, cpu_out, schedule, 1)
             keep = None if st2 is None else {k: st2[k] for k in ("kernel_us", "signal_us",
@@ -204,6 +237,23 @@ def _one_config(b: Bench, i, cfg, cache, signal_too):
             b.record("signal", params | {"signal": "relaxed"}, keep,
                      {"ok": ok2, "max_abs_err": err2})
             b.rows.append(("signal", cfg.name, schedule, ok2, st2))
+
+
+def _fused_mainloop_records(b: Bench, cfg, params, stats, ok):
+    """Kind "mainloop" records (source "fused-local") from a local-Combine run's stamps."""
+    s = cfg.shape
+    names = {"l1": {"mainloop_us": "l1_mainloop_us", "wait_us": "l1_wait_us",
+                    "store_us": "l1_store_us", "signal_us": "signal_us"},
+             "l2": {"mainloop_us": "l2_mainloop_us", "store_us": "span_us",
+                    "dep_wait_us": "wait_us"}}   # an L2 wait includes its dependency
+    for kind, pick in names.items():
+        p = {"precision": s.precision, "block_m": s.block_m,
+             "block_n": s.block_n1 if kind == "l1" else s.block_n2,
+             "k_dim": s.hidden if kind == "l1" else s.intermediate, "kind": kind,
+             "hidden": s.hidden, "intermediate": s.intermediate, "source": "fused-local",
+             "config": cfg.name, "schedule": params["schedule"]} | b.cfg_params(s.precision)
+        st = None if not ok or stats is None else {k: stats[v] for k, v in pick.items()}
+        b.record("mainloop", p, st, {"ok": bool(ok and st is not None)})
 
 
 def kernel_phase(b: Bench, configs, signal_too: bool):
@@ -221,94 +271,6 @@ def kernel_phase(b: Bench, configs, signal_too: bool):
             traceback.print_exc()
             b.rows.append(("error", cfg.name, type(e).__name__, False, None))
         print(f"{cfg.name}: {time.time() - t0:.1f} s", flush=True)
-
-
-def gemm_phase(b: Bench, configs, mainloop: bool, gemm: bool):
-    families = sorted({(c.shape.hidden, c.shape.intermediate, c.shape.precision, _blocks(c))
-                       for c in configs})
-    for m in _gemm_rows(b):
-        for h, inter, prec, blocks in families:
-            if b.over_budget():
-                print(f"gemm {prec} m{m} h{h} i{inter}: skipped (time budget)", flush=True)
-                continue
-            try:
-                _gemm_family(b, h, inter, prec, blocks, m, mainloop, gemm)
-            except Exception:  # noqa: BLE001 (one point's failure must not end the sweep)
-                import traceback
-
-                traceback.print_exc()
-
-
-def _gemm_family(b: Bench, h, inter, prec, blocks, m, mainloop: bool, gemm: bool):
-    from .moe_gemm import gemm_problem, measure_path
-
-    p = gemm_problem(h, inter, m, prec, device=b.device, n_streams=b.sms, blocks=blocks)
-    kc = b.settings[prec]
-    for path in ("l1", "l2"):
-        if gemm:
-            r = measure_path(p, path, kc, b.args.trials)
-            params = {k: r[k] for k in ("precision", "m", "n", "k", "path")}
-            stats = {"triton_us": r["triton_us"], "cublas_us": r["cublas_us"]} if r["ok"] else None
-            b.record("gemm", params | b.cfg_params(prec), stats,
-                     {"ok": r["ok"], "max_rel_err": r["max_rel_err"]})
-            b.rows.append(("gemm", f"{prec} {path} m{m} n{r['n']} k{r['k']}", r.get("ratio"),
-                           r["ok"], r.get("triton_tflops")))
-        if mainloop:
-            _mainloop_record(b, p, path, kc, m)
-
-
-def _mainloop_record(b: Bench, p, path: str, kc, m: int):
-    from .moe_gemm import mainloop_samples
-
-    ok, t = mainloop_samples(p, path, kc)
-    kind = 0 if path == "l1" else 1
-    s = p.shape
-    params = {"precision": s.precision, "block_m": s.block_m,
-              "block_n": s.block_n1 if kind == 0 else s.block_n2,
-              "k_dim": s.hidden if kind == 0 else s.intermediate, "kind": path, "m": m,
-              "hidden": s.hidden, "intermediate": s.intermediate,   # the weights' L2 footprint
-              "source": "gemm-only"} | b.cfg_params(s.precision)
-    stats = None if not ok else {name: summarize(t.of(kind, name)).to_dict()
-                                 for name in ("mainloop_us", "wait_us", "store_us", "signal_us")}
-    b.record("mainloop", params, stats, {"ok": ok})
-
-
-def _blocks(c):
-    return (c.shape.block_m, c.shape.block_n1, c.shape.block_n2)
-
-
-def _gemm_rows(b: Bench) -> list[int]:
-    return [int(v) for v in b.args.gemm_m.split(",") if v]
-
-
-def tune(b: Bench, configs):
-    """Pick block_k/warps/stages per precision: best geomean GEMM ratio over both paths."""
-    from .moe_gemm import gemm_problem, measure_path
-
-    for prec in sorted({c.shape.precision for c in configs}):
-        h, inter, blocks = max((c.shape.hidden, c.shape.intermediate, _blocks(c))
-                               for c in configs if c.shape.precision == prec)
-        p = gemm_problem(h, inter, max(_gemm_rows(b)), prec, device=b.device, n_streams=b.sms,
-                         blocks=blocks)
-        best = None
-        for bk, bk2, w, st in TUNE[prec]:
-            kc = moe.KernelConfig(block_k=bk, block_k2=bk2, num_warps=w, num_stages=st)
-            try:
-                rs = [measure_path(p, path, kc, 10) for path in ("l1", "l2")]
-            except Exception as e:   # noqa: BLE001 (a setting that does not compile)
-                print(f"tune {prec} {(bk, bk2, w, st)}: {type(e).__name__}: {e}", flush=True)
-                continue
-            if not all(r["ok"] for r in rs):
-                print(f"tune {prec} {(bk, bk2, w, st)}: check failed", flush=True)
-                continue
-            score = float(np.sqrt(rs[0]["ratio"] * rs[1]["ratio"]))
-            print(f"tune {prec} bk={bk}/{bk2} warps={w} stages={st}: l1 {rs[0]['ratio']:.3f} "
-                  f"l2 {rs[1]['ratio']:.3f} res={rs[0]['resources']}", flush=True)
-            if best is None or score > best[0]:
-                best = (score, kc)
-        if best is not None:
-            b.settings[prec] = best[1]
-        del p
 
 
 def print_table(rows):
@@ -346,9 +308,13 @@ def main(argv=None):
     configs = load_configs(args.configs)
     b = Bench(args)
     t0 = b.t0
+    if args.settings:
+        b.settings.update(read_settings(args.settings))
     if args.tune:
         tune(b, configs)
     print("settings:", {k: b.cfg_params(k) for k in b.settings}, flush=True)
+    if args.tune_out:
+        write_settings(args.tune_out, b.settings)
     if "kernel" in phases:
         kernel_phase(b, configs, "signal" in phases)
     if phases & {"gemm", "mainloop"}:

@@ -26,19 +26,31 @@ class GemmProblem:
     tables: dict           # "l1" | "l2" -> table with only that kind's tiles
     data: moe.MoEData
     act_in: object = None  # the L2 path's fixed input activation (made on first use)
+    sa_l1: float = 1.0     # fp8: the L1 path's activation scale (make_inputs')
+    sa_l2: float = 1.0     # fp8: the scale of act_in (the L2 path's input)
 
 
-def _only(table, kind: int):
-    """The table's tiles of one kind, each stream keeping its order."""
+GROUP_M = 8   # m-blocks per raster group of the GEMM-only tables
+
+
+def gemm_table(kind: int, n_mblocks: int, nblocks: int, n_streams: int, l1_nblocks: int,
+               group_m: int = GROUP_M):
+    """A table of one kind's tiles of one expert in grouped raster order, dealt round-robin.
+
+    Groups of group_m m-blocks; inside a group n-blocks outer, m-blocks inner, so the tiles
+    running at once share each weight slice through the L2 cache (cuBLAS's rasterization;
+    the scheduler's wave table deals an m-block's n-blocks together instead, which streams
+    the weight once per m-block).
+    """
     from types import SimpleNamespace
 
-    streams = [table.tiles[table.offsets[s]:table.offsets[s + 1]]
-               for s in range(len(table.offsets) - 1)]
-    kept = [st[st[:, 0] == kind] for st in streams]
-    kept = [k for k in kept if len(k)]
-    offsets = np.concatenate([[0], np.cumsum([len(k) for k in kept])]).astype(np.int32)
-    return SimpleNamespace(offsets=offsets, tiles=np.concatenate(kept).astype(np.int32),
-                           l1_nblocks=table.l1_nblocks)
+    order = [(m, n) for g in range(0, n_mblocks, group_m) for n in range(nblocks)
+             for m in range(g, min(g + group_m, n_mblocks))]
+    tiles = np.array([(kind, 0, m, n) for m, n in order], dtype=np.int32)
+    streams = [tiles[s::n_streams] for s in range(min(n_streams, len(tiles)))]
+    offsets = np.concatenate([[0], np.cumsum([len(t) for t in streams])]).astype(np.int32)
+    return SimpleNamespace(offsets=offsets, tiles=np.concatenate(streams),
+                           l1_nblocks=l1_nblocks)
 
 
 def gemm_problem(hidden: int, intermediate: int, m: int, precision: str, seed: int = 0,
@@ -46,16 +58,17 @@ def gemm_problem(hidden: int, intermediate: int, m: int, precision: str, seed: i
     """One expert with m rows; blocks = (block_m, block_n1, block_n2)."""
     from xsim.moe.layout import expert_layout
     from xsim.moe.routing import route
-    from xsim.moe.schedule import wave_table
     from xsim.moe.shapes import MoEShape
 
     shape = MoEShape(hidden=hidden, intermediate=intermediate, experts=1, topk=1, tokens=m,
                      precision=precision, block_m=blocks[0], block_n1=blocks[1],
                      block_n2=blocks[2])
     lay = expert_layout(shape, route(shape, "balanced", seed=seed))
-    table = wave_table(shape, lay, n_streams)
-    return GemmProblem(shape, lay, {"l1": _only(table, 0), "l2": _only(table, 1)},
-                       moe.make_inputs(shape, seed, device))
+    n_mb = lay.n_mblocks
+    tables = {"l1": gemm_table(0, n_mb, shape.l1_nblocks, n_streams, shape.l1_nblocks),
+              "l2": gemm_table(1, n_mb, shape.l2_nblocks, n_streams, shape.l1_nblocks)}
+    data = moe.make_inputs(shape, seed, device)
+    return GemmProblem(shape, lay, tables, data, sa_l1=float(data.scales[1]))
 
 
 def _events_us(fn, before=None) -> float:
@@ -88,8 +101,10 @@ def _act_reference(p: GemmProblem):
     return torch.nn.functional.silu(h[:, :inter]) * h[:, inter:]
 
 
-def _cublas(p: GemmProblem, path: str):
-    """(fn, check) for cuBLAS computing the same product as the kernel's path."""
+def _cublas(p: GemmProblem, path: str, fast_accum: bool = False):
+    """(fn, check) for cuBLAS computing the same product as the kernel's path. fp8:
+    fast_accum = cuBLAS's own unpromoted fp8 accumulation (like-for-like with a kernel that
+    does not promote, acc_k = 0)."""
     import torch
 
     d, fp8 = p.data, p.data.precision == "fp8"
@@ -101,7 +116,7 @@ def _cublas(p: GemmProblem, path: str):
     if fp8:                                     # b is already column-major (K-major)
         sa, sb = sa.clone(), sb.clone()         # own allocations: cuBLASLt wants aligned scales
         fn = lambda: torch._scaled_mm(a, b, scale_a=sa, scale_b=sb,  # noqa: E731
-                                      out_dtype=torch.bfloat16)
+                                      out_dtype=torch.bfloat16, use_fast_accum=fast_accum)
     else:
         fn = lambda: torch.matmul(a, b)  # noqa: E731
     return fn, want
@@ -120,11 +135,14 @@ def _checked_run(p: GemmProblem, path: str, config: moe.KernelConfig):
             g = torch.Generator(device=d.x.device).manual_seed(7)
             act = torch.randn(s.tokens, s.intermediate, generator=g, device=d.x.device)
             if fp8:
-                d.scales[1] = act.abs().max() / moe.FP8_MAX
-                act = (act / d.scales[1]).to(torch.float8_e4m3fn)
+                p.sa_l2 = float(act.abs().max()) / moe.FP8_MAX
+                act = (act / p.sa_l2).to(torch.float8_e4m3fn)
             p.act_in = act.to(fused.act.dtype)
         fused.act.copy_(p.act_in)
-    cublas_fn, want = _cublas(p, path)
+    if fp8:   # scales[1] is the act scale both paths read: set it for this path, every run
+        d.scales[1] = p.sa_l1 if path == "l1" else p.sa_l2
+    acc_k = config.acc_k1 if path == "l1" else config.acc_k2
+    cublas_fn, want = _cublas(p, path, fast_accum=fp8 and acc_k == 0)
     fused.launch()
     fused.finish()
     if path == "l1":
@@ -150,7 +168,8 @@ def measure_path(p: GemmProblem, path: str, config: moe.KernelConfig, trials: in
     res = {"path": path, "m": s.tokens, "n": 2 * s.intermediate if path == "l1" else s.hidden,
            "k": s.hidden if path == "l1" else s.intermediate, "precision": p.data.precision,
            "ok": err <= tol and cublas_err <= tol, "max_rel_err": max(err, cublas_err),
-           "resources": fused.resources}
+           "kernel_rel_err": err, "cublas_rel_err": cublas_err,
+           "tiles": int(fused.n_tiles), "resources": fused.resources}
     if not res["ok"]:
         return res
     ours = [_events_us(fused.enqueue, fused.prepare) for _ in range(trials + 1)][1:]

@@ -43,13 +43,37 @@ mainloop, with no staging buffer between (the DES's staging depth 0).
 Stamps (STAMPS, %globaltimer, each after a bar.sync): [0] tile start = wait start,
 [1] wait end = mainloop start, [2] mainloop end, [3] epilogue store start, [4] store end
 (every warp's stores issued), [5] tile end (after L1's signal). A wait that runs past
-max_spins polls sets err, and every program stops at its next tile.
+max_spins polls sets err, and every program stops within two tiles (the flag is read at a
+tile's start together with the next tile's indices, and acted on at its end).
+TMA (constexpr): the weight tiles and Linear-2's activation tiles come through device-side
+tensor descriptors (w1 as [E * 2I, H], w2 as [E * H, I], act as [R, I]; set_allocator gives
+Triton their scratch); Linear-1's A operand, the token-row gather, stays pointer loads.
+TMA = False loads every operand through pointers. ACC_K1 / ACC_K2: fp8 accumulator
+promotion (_dot).
 Under the interpreter (INTERPRET) dots run in fp32 (its bf16 dot is wrong, Triton 3.6) and
 the e4m3 cast is pre-rounded (_to_e4m3); the GPU path uses native bf16/e4m3 tensor-core dots.
 """
 
+import os
+
 import triton
 import triton.language as tl
+
+_ALLOCATOR_SET = False
+
+
+def set_allocator():
+    """Device-side TMA descriptors need global scratch (128 B per descriptor and program):
+    Triton asks the allocator set here (once per process) at each launch."""
+    global _ALLOCATOR_SET
+    if _ALLOCATOR_SET:
+        return
+    import torch
+
+    dev = "cpu" if os.environ.get("TRITON_INTERPRET", "0") == "1" else "cuda"
+    triton.set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8,
+                                                                     device=dev))
+    _ALLOCATOR_SET = True
 
 
 @triton.jit
@@ -80,9 +104,18 @@ def _stamp(stamp_ptr, tile, col: tl.constexpr, on: tl.constexpr):
 
 
 @triton.jit
-def _dot(a, b, acc, INTERPRET: tl.constexpr):
+def _dot(a, b, acc, ACC_K: tl.constexpr, INTERPRET: tl.constexpr):
+    """acc + a @ b. fp8 only: ACC_K > 0 promotes the tensor core's accumulator into fp32
+    every ACC_K products along K (sm_90's fp8 wgmma accumulates with ~14 mantissa bits;
+    Triton's sm_90 default never promotes, max_num_imprecise_acc = 2**30); ACC_K < 0
+    promotes once per K step by an fp32 add of a fresh product, acc + dot(a, b) (Triton
+    keeps the two apart for fp8 on sm_90: its dot+add fold skips imprecise-acc dots)."""
     if INTERPRET:
         return tl.dot(a.to(tl.float32), b.to(tl.float32), acc)
+    if ACC_K > 0:
+        return tl.dot(a, b, acc, max_num_imprecise_acc=ACC_K)
+    if ACC_K < 0:
+        return acc + tl.dot(a, b)
     return tl.dot(a, b, acc)
 
 
@@ -98,11 +131,14 @@ def _to_e4m3(v, INTERPRET: tl.constexpr):
 
 
 @triton.jit
-def _linear1(x_ptr, w1_ptr, act_ptr, row_token_ptr, scale_ptr, e, row0, rend, nb,
+def _linear1(x_ptr, w1_ptr, w1_desc, act_ptr, row_token_ptr, scale_ptr, e, row0, rend, nb,
              H: tl.constexpr, I: tl.constexpr, E: tl.constexpr, BM: tl.constexpr,
-             BN: tl.constexpr, BK: tl.constexpr, FP8: tl.constexpr, INTERPRET: tl.constexpr,
-             stamp_ptr, t, STAMPS: tl.constexpr):
-    """act[rows, cols] = silu(x[tok] @ Wg[:, cols]) * (x[tok] @ Wu[:, cols])."""
+             BN: tl.constexpr, BK: tl.constexpr, FP8: tl.constexpr, TMA: tl.constexpr,
+             ACC_K: tl.constexpr, INTERPRET: tl.constexpr, stamp_ptr, t, STAMPS: tl.constexpr):
+    """act[rows, cols] = silu(x[tok] @ Wg[:, cols]) * (x[tok] @ Wu[:, cols]).
+
+    A (the gathered token rows, Dispatch) is always a pointer gather; with TMA the gate and
+    up weight tiles [BN, BK] (K-major) come through the w1 descriptor."""
     rows = row0 + tl.arange(0, BM)
     rmask = rows < rend
     tok = tl.load(row_token_ptr + rows, mask=rmask, other=0).to(tl.int64)
@@ -110,15 +146,20 @@ def _linear1(x_ptr, w1_ptr, act_ptr, row_token_ptr, scale_ptr, e, row0, rend, nb
     cols = nb * BN + tl.arange(0, BN)
     a_ptrs = x_ptr + tok[:, None] * H + offs_k[None, :]          # gathered rows (Dispatch)
     g_ptrs = w1_ptr + e.to(tl.int64) * H * 2 * I + cols[None, :] * H + offs_k[:, None]
+    wrow = e * (2 * I) + nb * BN                                  # w1 desc row of gate col 0
     acc_g = tl.zeros((BM, BN), dtype=tl.float32)
     acc_u = tl.zeros((BM, BN), dtype=tl.float32)
     _stamp(stamp_ptr, t, 1, STAMPS)
-    for _k in range(0, H, BK):                  # per step: read BM*BK + 2*BK*BN elements
+    for k in range(0, H, BK):                   # per step: read BM*BK + 2*BK*BN elements
         a = tl.load(a_ptrs)
-        bg = tl.load(g_ptrs)
-        bu = tl.load(g_ptrs + I * H)
-        acc_g = _dot(a, bg, acc_g, INTERPRET)
-        acc_u = _dot(a, bu, acc_u, INTERPRET)
+        if TMA:
+            bg = w1_desc.load([wrow, k]).T
+            bu = w1_desc.load([wrow + I, k]).T
+        else:
+            bg = tl.load(g_ptrs)
+            bu = tl.load(g_ptrs + I * H)
+        acc_g = _dot(a, bg, acc_g, ACC_K, INTERPRET)
+        acc_u = _dot(a, bu, acc_u, ACC_K, INTERPRET)
         a_ptrs += BK
         g_ptrs += BK
     _stamp(stamp_ptr, t, 2, STAMPS)
@@ -161,32 +202,45 @@ def _wait(l2_full_ptr, mb, need, max_spins):
 
 
 @triton.jit
-def _linear2_combine(act_ptr, w2_ptr, out_ptr, dest_delta_ptr, row_token_ptr, row_slot_ptr,
-                     row_weight_ptr, scale_ptr, e, row0, rend, nb, H: tl.constexpr,
-                     I: tl.constexpr, E: tl.constexpr, TOPK: tl.constexpr,
-                     T_LOCAL: tl.constexpr, EP: tl.constexpr, BM: tl.constexpr,
-                     BN: tl.constexpr, BK: tl.constexpr, FP8: tl.constexpr,
-                     INTERPRET: tl.constexpr, stamp_ptr, t, STAMPS: tl.constexpr):
-    """out[tok, slot, cols] = w_row * (act[rows] @ W2[:, cols]) for the valid rows."""
+def _linear2_combine(act_ptr, act_desc, w2_ptr, w2_desc, out_ptr, dest_delta_ptr,
+                     row_token_ptr, row_slot_ptr, row_weight_ptr, scale_ptr, e, row0, rend,
+                     nb, H: tl.constexpr, I: tl.constexpr, E: tl.constexpr,
+                     TOPK: tl.constexpr, T_LOCAL: tl.constexpr, EP: tl.constexpr,
+                     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, FP8: tl.constexpr,
+                     TMA: tl.constexpr, ACC_K: tl.constexpr, INTERPRET: tl.constexpr,
+                     stamp_ptr, t, STAMPS: tl.constexpr):
+    """out[tok, slot, cols] = w_row * (act[rows] @ W2[:, cols]) for the valid rows.
+
+    With TMA both operands come through descriptors: act rows row0..row0+BM (rows past the
+    expert's end belong to the next expert or are past the buffer, zero-filled: their
+    results are masked at the store), w2 tiles [BN, BK] K-major. The epilogue's row
+    metadata is loaded before the mainloop so its latency hides under it."""
     rows = row0 + tl.arange(0, BM)
     rmask = rows < rend
+    tok = tl.load(row_token_ptr + rows, mask=rmask, other=0).to(tl.int64)
+    slot = tl.load(row_slot_ptr + rows, mask=rmask, other=0).to(tl.int64)
+    w = tl.load(row_weight_ptr + rows, mask=rmask, other=0.0)
     rows_c = tl.minimum(rows, rend - 1).to(tl.int64)        # masked rows read a valid row
     offs_k = tl.arange(0, BK)
     cols = nb * BN + tl.arange(0, BN)
     a_ptrs = act_ptr + rows_c[:, None] * I + offs_k[None, :]
     b_ptrs = w2_ptr + e.to(tl.int64) * I * H + cols[None, :] * I + offs_k[:, None]
+    wrow = e * H + nb * BN
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     _stamp(stamp_ptr, t, 1, STAMPS)
-    for _k in range(0, I, BK):                  # per step: read BM*BK + BK*BN elements
-        acc = _dot(tl.load(a_ptrs), tl.load(b_ptrs), acc, INTERPRET)
+    for k in range(0, I, BK):                   # per step: read BM*BK + BK*BN elements
+        if TMA:
+            a = act_desc.load([row0, k])
+            b = w2_desc.load([wrow, k]).T
+        else:
+            a = tl.load(a_ptrs)
+            b = tl.load(b_ptrs)
+        acc = _dot(a, b, acc, ACC_K, INTERPRET)
         a_ptrs += BK
         b_ptrs += BK
     _stamp(stamp_ptr, t, 2, STAMPS)
     if FP8:
         acc = acc * (tl.load(scale_ptr + 1) * tl.load(scale_ptr + 2 + E + e))
-    tok = tl.load(row_token_ptr + rows, mask=rmask, other=0).to(tl.int64)
-    slot = tl.load(row_slot_ptr + rows, mask=rmask, other=0).to(tl.int64)
-    w = tl.load(row_weight_ptr + rows, mask=rmask, other=0.0)
     y = (acc * w[:, None]).to(tl.bfloat16)
     if EP == 1:
         dst = out_ptr + (tok * TOPK + slot)[:, None] * H + cols[None, :]
@@ -199,40 +253,67 @@ def _linear2_combine(act_ptr, w2_ptr, out_ptr, dest_delta_ptr, row_token_ptr, ro
 
 
 @triton.jit
+def _tile(tiles_ptr, mb_row0_ptr, mb_rend_ptr, t, end):
+    """(kind, expert, mblock, nblock, row0, rend) of tile t (zeros when t >= end)."""
+    ok = t < end
+    kind = tl.load(tiles_ptr + t * 4, mask=ok, other=0)
+    e = tl.load(tiles_ptr + t * 4 + 1, mask=ok, other=0)
+    mb = tl.load(tiles_ptr + t * 4 + 2, mask=ok, other=0)
+    nb = tl.load(tiles_ptr + t * 4 + 3, mask=ok, other=0)
+    row0 = tl.load(mb_row0_ptr + mb, mask=ok, other=0)
+    rend = tl.load(mb_rend_ptr + mb, mask=ok, other=0)
+    return kind, e, mb, nb, row0, rend
+
+
+@triton.jit
 def moe_fused_kernel(x_ptr, w1_ptr, w2_ptr, act_ptr, out_ptr, row_token_ptr, row_slot_ptr,
                      row_weight_ptr, mb_row0_ptr, mb_rend_ptr, l2_full_ptr, tiles_ptr,
-                     dest_delta_ptr, offsets_ptr, scale_ptr, err_ptr, stamp_ptr, sm_ptr, max_spins,
+                     dest_delta_ptr, offsets_ptr, scale_ptr, err_ptr, stamp_ptr, sm_ptr,
+                     max_spins, n_rows,
                      H: tl.constexpr, I: tl.constexpr, E: tl.constexpr, TOPK: tl.constexpr,
-                     T_LOCAL: tl.constexpr, EP: tl.constexpr, BM: tl.constexpr, BN1: tl.constexpr, BN2: tl.constexpr,
-                     BK1: tl.constexpr, BK2: tl.constexpr, FP8: tl.constexpr,
-                     SIGNAL: tl.constexpr, STAMPS: tl.constexpr, INTERPRET: tl.constexpr):
+                     T_LOCAL: tl.constexpr, EP: tl.constexpr, BM: tl.constexpr,
+                     BN1: tl.constexpr, BN2: tl.constexpr, BK1: tl.constexpr,
+                     BK2: tl.constexpr, FP8: tl.constexpr, SIGNAL: tl.constexpr,
+                     STAMPS: tl.constexpr, TMA: tl.constexpr, ACC_K1: tl.constexpr,
+                     ACC_K2: tl.constexpr, INTERPRET: tl.constexpr):
     s = tl.program_id(0)
     if STAMPS:
         tl.store(sm_ptr + s, _smid(STAMPS))
+    if TMA:     # device-side descriptors (global scratch from triton.set_allocator)
+        w1_desc = tl.make_tensor_descriptor(w1_ptr, shape=[E * 2 * I, H], strides=[H, 1],
+                                            block_shape=[BN1, BK1])
+        w2_desc = tl.make_tensor_descriptor(w2_ptr, shape=[E * H, I], strides=[I, 1],
+                                            block_shape=[BN2, BK2])
+        act_desc = tl.make_tensor_descriptor(act_ptr, shape=[n_rows, I], strides=[I, 1],
+                                             block_shape=[BM, BK2])
+    else:
+        w1_desc = w1_ptr
+        w2_desc = w2_ptr
+        act_desc = act_ptr
     t = tl.load(offsets_ptr + s)
     end = tl.load(offsets_ptr + s + 1)
     need = I // BN1
+    kind, e, mb, nb, row0, rend = _tile(tiles_ptr, mb_row0_ptr, mb_rend_ptr, t, end)
     while t < end:
         _stamp(stamp_ptr, t, 0, STAMPS)
-        kind = tl.load(tiles_ptr + t * 4)
-        e = tl.load(tiles_ptr + t * 4 + 1)
-        mb = tl.load(tiles_ptr + t * 4 + 2)
-        nb = tl.load(tiles_ptr + t * 4 + 3)
-        row0 = tl.load(mb_row0_ptr + mb)
-        rend = tl.load(mb_rend_ptr + mb)
+        # the next tile's indices and the error flag, loaded now, used after this tile
+        nkind, ne, nmb, nnb, nrow0, nrend = _tile(tiles_ptr, mb_row0_ptr, mb_rend_ptr,
+                                                  t + 1, end)
+        stop = tl.load(err_ptr, volatile=True)
         if kind == 0:
-            _linear1(x_ptr, w1_ptr, act_ptr, row_token_ptr, scale_ptr, e, row0, rend, nb,
-                     H, I, E, BM, BN1, BK1, FP8, INTERPRET, stamp_ptr, t, STAMPS)
+            _linear1(x_ptr, w1_ptr, w1_desc, act_ptr, row_token_ptr, scale_ptr, e, row0,
+                     rend, nb, H, I, E, BM, BN1, BK1, FP8, TMA, ACC_K1, INTERPRET,
+                     stamp_ptr, t, STAMPS)
             _stamp(stamp_ptr, t, 4, STAMPS)
             _signal(l2_full_ptr, mb, SIGNAL)
             _stamp(stamp_ptr, t, 5, STAMPS)
             t += 1
         else:
             if _wait(l2_full_ptr, mb, need, max_spins):
-                _linear2_combine(act_ptr, w2_ptr, out_ptr, dest_delta_ptr, row_token_ptr,
-                                 row_slot_ptr, row_weight_ptr, scale_ptr, e, row0, rend, nb,
-                                 H, I, E, TOPK, T_LOCAL, EP, BM, BN2, BK2, FP8, INTERPRET,
-                                 stamp_ptr, t, STAMPS)
+                _linear2_combine(act_ptr, act_desc, w2_ptr, w2_desc, out_ptr, dest_delta_ptr,
+                                 row_token_ptr, row_slot_ptr, row_weight_ptr, scale_ptr, e,
+                                 row0, rend, nb, H, I, E, TOPK, T_LOCAL, EP, BM, BN2, BK2,
+                                 FP8, TMA, ACC_K2, INTERPRET, stamp_ptr, t, STAMPS)
                 _stamp(stamp_ptr, t, 4, STAMPS)
                 _stamp(stamp_ptr, t, 5, STAMPS)
                 t += 1
@@ -240,5 +321,6 @@ def moe_fused_kernel(x_ptr, w1_ptr, w2_ptr, act_ptr, out_ptr, row_token_ptr, row
                 tl.atomic_xchg(err_ptr, 1)
                 tl.atomic_xchg(err_ptr + 1, t + 1)
                 t = end
-        if tl.load(err_ptr, volatile=True) != 0:
+        kind, e, mb, nb, row0, rend = nkind, ne, nmb, nnb, nrow0, nrend
+        if stop != 0:
             t = end

@@ -91,6 +91,48 @@ def test_engines_agree_on_a_mixed_point():
                                                                       rel=1e-9)
 
 
+def test_paced_stream_moves_every_remote_byte_once_in_chunks_over_the_next_qloop():
+    p = params(variant="fused-paced", seq_len=8192, producers=12, replays=1, pace=8)
+    s = AttentionShape(seq_len=8192, batch=1, heads=16, sp=8, head_dim=128, producers=12)
+    w = fa_a2a.build(p, toy())
+    assert w.bytes.sum() == s.remote_bytes.sum()          # the same bytes as fused
+    n_remote = s.n_tiles - s.n_tiles // s.sp
+    for pid in (0, 7):
+        tiles = list(s.program_tiles(pid))
+        ml, nb = fa_a2a.paced_stream(s, pid, fa_a2a.qloop_of(p), 8)
+        # 64 KV steps, stride 8: cuts after steps 0, 8, ..., 56, then the rest of the Q-loop
+        assert ml[:9].tolist() == pytest.approx([2.0 + 0.2] + [0.2 * 8] * 7 + [0.2 * 7])
+        assert ml.sum() == pytest.approx(len(tiles) * (2.0 + 0.2 * 64))   # Q-loops unchanged
+        remote = [t < n_remote for t in tiles]                            # remote-first order
+        assert remote == sorted(remote, reverse=True)
+        # tile j's sub-tiles carry tile j-1's chunks: none during the first Q-loop
+        assert nb[:9].sum() == 0 and set(nb[9:18]) == ({4096.0, 0.0} if remote[0] else {0.0})
+
+
+def test_paced_chunks_the_qloop_does_not_reach_go_at_its_end():
+    s = AttentionShape(seq_len=2048, batch=1, heads=16, sp=8, head_dim=128, block_n=512, producers=4)  # 4 KV steps
+    from xsim.attention.qloop import QLoop
+    ml, nb = fa_a2a.paced_stream(s, 0, QLoop(1.0, 0.5, 512), 8)
+    assert ml[:5].tolist() == [1.5, 1.0, 1.0, 1.0, 0.0]                 # cuts after steps 0..3, nothing left
+    assert nb[5:10].tolist() == [4096.0] * 4 + [4 * 4096.0]            # 4 chunks in the loop, 4 at its end
+
+
+def test_paced_hides_what_fused_exposes_above_the_capacity_share():
+    """A 32 KiB tile above a CTA's share of Q costs fused a capacity term at every M; spread over
+    the next Q-loop in 4 KiB chunks it drains under it (both models)."""
+    plat = toy(capacity_bytes=16 * 32768)
+    # N = 2: the remote half of the tiles first, then the local half; G = 386 us > V_w/R = 210 us
+    fused = params(seq_len=16384, producers=64, sp=2, sigma_us_per_kv_tile=3.0)
+    paced = params(seq_len=16384, producers=64, sp=2, sigma_us_per_kv_tile=3.0, variant="fused-paced")
+    assert run(fused, plat, "fast")["e_res_us"] > 50
+    issue_only = 8 * 8 * 1.0                     # 8 remote waves x 8 chunks x T_iss0 (1 us)
+    assert run(paced, plat, "fast")["e_res_us"] == pytest.approx(issue_only, rel=1e-9)
+    cf = fa_a2a.predict(paced, plat)
+    assert cf["kernel_us"] - cf["t_fa_model_us"] == pytest.approx(issue_only)   # rate term 0: G > V_w/R
+    assert run(paced, plat, "fast")["kernel_us"]["mean"] == pytest.approx(
+        run(paced, plat, "simpy")["kernel_us"]["mean"], rel=1e-9)
+
+
 def _cli(capsys, *argv):
     code = main(list(argv))
     out = capsys.readouterr()

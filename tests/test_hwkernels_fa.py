@@ -51,6 +51,14 @@ for (b, h, m, d, sp, rank, bm, bn, progs, tma) in CASES:
         emit(name, fa.check_owners(ref, bufs, shape))
         if mode == fa.MODE_CC:  # one release per tile, counted per program
             print(json.dumps([f"{tag}:flags", int(flags.sum()) == shape.n_tiles, 0.0]))
+    stage = torch.empty(progs * bm * d, dtype=torch.bfloat16)
+    for pace, spread, order, branch in ((2, True, "remote-first", True), (8, False, "default", False)):
+        if bm % pace:
+            continue
+        fa.poison(bufs.local, bufs.remote)
+        fa.launch_fa(q, k, v, shape, fa.MODE_PACED, bufs=bufs, pace=pace, spread=spread,
+                     stage=stage, order=order, branch=branch, **kw)
+        emit(f"fused-paced-{pace}", fa.check_owners(ref, bufs, shape))
     fa.poison(bufs.local, bufs.remote)
     fa.launch_a2a_store(out, bufs, shape, programs=progs, num_warps=1)    # serial: FA then A2A
     emit("serial", fa.check_owners(ref, bufs, shape))
@@ -78,8 +86,8 @@ def interpreted():
 def test_every_variant_matches_sdpa_on_the_receiver_side(interpreted):
     names = {n.split(":")[1] for n, _, _ in interpreted}
     assert names == {"fa-only", "fused", "cc-atomic", "flags", "serial", "a2a-ce",
-                     "unwritten-row-detected"}
-    assert len(interpreted) == 3 * 7
+                     "unwritten-row-detected", "fused-paced-2", "fused-paced-8"}
+    assert len(interpreted) == 3 * 9
     bad = [(n, err) for n, ok, err in interpreted if not ok]
     assert not bad
     assert max(err for _, _, err in interpreted) < 2e-2
@@ -102,6 +110,27 @@ def test_shape_errors_are_one_line(kwargs, message):
     with pytest.raises(ValueError, match=message) as info:
         FAShape(**args)
     assert "\n" not in str(info.value)
+
+
+def test_paced_launch_rejects_bad_pace_or_missing_stage():
+    pytest.importorskip("torch")
+    from hwkernels import fa
+
+    shape = fa.FAShape(batch=1, heads=4, seq_len=64, head_dim=64, sp=2, block_m=16, block_n=16)
+    for kwargs, message in ((dict(pace=3), r'"pace" must be one of'),
+                            (dict(pace=2), r'needs "stage"')):
+        with pytest.raises(ValueError, match=message):
+            fa.launch_fa(None, None, None, shape, fa.MODE_PACED, programs=2, **kwargs)
+
+
+def test_pace_stride_spreads_chunks_over_the_q_loop():
+    from hwkernels import fa
+
+    shape = fa.FAShape(batch=1, heads=32, seq_len=8192, head_dim=128, sp=4)   # 64 KV steps
+    assert fa.pace_stride(shape, 8, spread=True) == 8
+    assert fa.pace_stride(shape, 16, spread=False) == 1
+    short = fa.FAShape(batch=4, heads=32, seq_len=1024, head_dim=128, sp=4)   # 8 KV steps
+    assert fa.pace_stride(short, 16, spread=True) == 1
 
 
 def test_runner_bad_shape_exits_2(capsys):
@@ -188,7 +217,8 @@ def test_tables_from_records_file(tmp_path):
     rows, tiles = rows_from_records(path)
     assert [r["M"] for r in rows] == [1024] and rows[0]["t"] == times
     line = table(rows).splitlines()[1].split()
-    assert line[0] == "1024" and line[8:] == ["10.0", "0.800", "1.364", "0.900"]
+    assert line[0] == "1024" and line[8:12] == ["10.0", "0.800", "1.364", "0.900"]
+    assert line[12:] == ["nan"] * 3      # no fused-paced record
     assert tiles[0][:3] == (1024, 25.0, 27.5)
     assert len(tile_table(tiles).splitlines()) == 2
 

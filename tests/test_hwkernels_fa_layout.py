@@ -109,3 +109,21 @@ def test_layout_module_imports_without_torch():
     out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parent.parent,
                          capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "False False", out.stderr[-500:]
+
+
+@pytest.mark.parametrize("batch,heads,seq_len,sp,block_m", SMALL)
+def test_remote_first_order_is_a_permutation_with_the_ranks_tiles_last(batch, heads, seq_len, sp,
+                                                                      block_m):
+    hl = heads // sp
+    every = list(L.tiles(batch, hl, seq_len, block_m))
+    for rank in range(sp):
+        order = [L.remote_first_coords(i, batch, hl, seq_len, block_m, sp, rank)
+                 for i in range(len(every))]
+        assert sorted(order) == sorted(every)
+        owners = [L.owner_of(mb * block_m, seq_len, sp) for _, _, mb in order]
+        n_local = len(every) // sp
+        assert all(o != rank for o in owners[:-n_local]) and all(o == rank for o in owners[-n_local:])
+        remote = [t for t in every if L.owner_of(t[2] * block_m, seq_len, sp) != rank]
+        assert order[:-n_local] == remote          # remote tiles keep the tiles() order
+    with pytest.raises(ValueError, match=r'"i" must be in'):
+        L.remote_first_coords(len(every), batch, hl, seq_len, block_m, sp, 0)

@@ -5,6 +5,7 @@ run sequentially: one stream (grid = 1), or streams whose waits only depend on l
 """
 
 import os
+from dataclasses import replace
 from types import SimpleNamespace
 
 os.environ["TRITON_INTERPRET"] = "1"
@@ -42,9 +43,10 @@ def run_table(shape, lay, table, data, config=CFG):
     return out, fused
 
 
+@pytest.mark.parametrize("tma", [True, False])
 @pytest.mark.parametrize("precision", ["bf16", "fp8"])
 @pytest.mark.parametrize("schedule", ["wave", "interleaved"])
-def test_kernel_matches_reference(precision, schedule):
+def test_kernel_matches_reference(precision, schedule, tma):
     shape = tiny_shape(precision)
     lay = expert_layout(shape, route(shape, "zipf", 1.2, seed=0))
     assert np.any(lay.mblock_valid_rows() < shape.block_m)   # partial m-blocks present
@@ -52,7 +54,7 @@ def test_kernel_matches_reference(precision, schedule):
     table.validate()
     data = moe.make_inputs(shape, seed=1)
     ref = moe.reference(data, lay, shape.topk)
-    out, _ = run_table(shape, lay, table, data)
+    out, _ = run_table(shape, lay, table, data, replace(CFG, tma=tma))
     ok, err = moe.check(out, ref)
     assert ok, err
     assert float(ref.abs().max()) > 0.5          # a real signal, not zeros vs zeros
@@ -68,7 +70,8 @@ def l1_then_l2_streams(shape, lay, order):
                            tiles=np.array(l1 + l2, np.int32), l1_nblocks=shape.l1_nblocks)
 
 
-def test_partial_mblock_rows_are_masked():
+@pytest.mark.parametrize("tma", [True, False])
+def test_partial_mblock_rows_are_masked(tma):
     # Reversed m-block order: each expert's partial last m-block runs after the next
     # expert's first one, so unmasked Linear-1 rows would overwrite that expert's rows and
     # unmasked Combine rows would overwrite token 0's slot 0.
@@ -76,7 +79,7 @@ def test_partial_mblock_rows_are_masked():
     lay = expert_layout(shape, route(shape, "zipf", 1.2, seed=0))
     table = l1_then_l2_streams(shape, lay, order=list(range(lay.n_mblocks))[::-1])
     data = moe.make_inputs(shape, seed=2)
-    out, fused = run_table(shape, lay, table, data)
+    out, fused = run_table(shape, lay, table, data, replace(CFG, tma=tma))
     ok, err = moe.check(out, moe.reference(data, lay, shape.topk))
     assert ok, err
     assert fused.l2_full.tolist() == [shape.l1_nblocks] * lay.n_mblocks
@@ -135,6 +138,8 @@ def test_kernel_config_is_validated():
         moe.KernelConfig(block_k=48)
     with pytest.raises(ValueError, match='"signal"'):
         moe.KernelConfig(signal=2)
+    with pytest.raises(ValueError, match='"acc_k2"'):
+        moe.KernelConfig(block_k=64, block_k2=64, acc_k2=128)
 
 
 def test_ep2_combine_writes_each_token_to_its_source_rank():

@@ -93,3 +93,41 @@ def test_a_wrong_result_records_no_time(cpu_runner, tmp_path, monkeypatch):
     recs = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["kind"] for r in recs] == ["kernel", "kernel"]  # no signal run after a failure
     assert all(r["check"] == {"ok": False, "max_abs_err": 9.0} and r["stats"] == {} for r in recs)
+
+
+def test_local_combine_records_the_fused_mainloops(cpu_runner, tmp_path, monkeypatch):
+    def no_host(*_):
+        raise AssertionError("the local-Combine control must not touch host memory")
+
+    monkeypatch.setattr(moe_bench, "_host_out", no_host)
+    out = tmp_path / "r.jsonl"
+    assert moe_bench.main(["--out", str(out), "--trials", "2", "--phases", "kernel,signal",
+                           "--combine", "local"]) == 0
+    recs = [json.loads(line) for line in out.read_text().splitlines()]
+    kinds = [r["kind"] for r in recs]
+    assert kinds.count("kernel_local") == 2 and "kernel" not in kinds and "signal" not in kinds
+    loops = [r for r in recs if r["kind"] == "mainloop"]
+    assert sorted((r["params"]["kind"], r["params"]["schedule"]) for r in loops) == [
+        ("l1", "interleaved"), ("l1", "wave"), ("l2", "interleaved"), ("l2", "wave")]
+    assert all(r["params"]["source"] == "fused-local" and r["check"]["ok"] for r in loops)
+    l1 = next(r for r in loops if r["params"]["kind"] == "l1")
+    l2 = next(r for r in loops if r["params"]["kind"] == "l2")
+    assert set(l1["stats"]) == {"mainloop_us", "wait_us", "store_us", "signal_us"}
+    assert set(l2["stats"]) == {"mainloop_us", "store_us", "dep_wait_us"}   # no fixed wait
+    assert l1["params"]["k_dim"] == cpu_runner.shape.hidden
+    assert l2["params"]["k_dim"] == cpu_runner.shape.intermediate
+    assert all(r["params"]["destination"] == "local" for r in recs if r["kind"] == "kernel_local")
+
+
+def test_settings_round_trip_through_tune_out(cpu_runner, tmp_path):
+    path = tmp_path / "settings.json"
+    out = tmp_path / "r.jsonl"
+    assert moe_bench.main(["--out", str(out), "--phases", "", "--tune-out", str(path)]) == 0
+    doc = json.loads(path.read_text())
+    assert doc["bf16"]["block_k"] == 32
+    doc["bf16"]["num_stages"] = 2
+    path.write_text(json.dumps(doc))
+    assert moe_bench.main(["--out", str(out), "--trials", "1", "--phases", "kernel",
+                           "--settings", str(path)]) == 0
+    recs = [json.loads(line) for line in out.read_text().splitlines()]
+    assert recs and all(r["params"]["num_stages"] == 2 for r in recs)

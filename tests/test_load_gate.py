@@ -82,7 +82,7 @@ def _fa_json(capsys, *flags):
 def test_cli_asks_what_if_the_gate_were(capsys):
     """The FA+A2A builder's Q-loops load memory: a gate of 0 bytes holds them behind the CTA's own
     stores (stall > 0, a longer kernel); ``none`` is the profile without a gate."""
-    base, gated = _fa_json(capsys), _fa_json(capsys, "--load-gate-bytes", "0")
+    base, gated = _fa_json(capsys, "--load-gate-bytes", "none"), _fa_json(capsys, "--load-gate-bytes", "0")
     assert base["stall_us"]["max"] == 0.0
     assert gated["stall_us"]["mean"] > 0.0 and gated["kernel_us"]["mean"] > base["kernel_us"]["mean"]
     link = _fa_json(capsys, "--load-gate-bytes", "0", "--load-gate-scope", "link")

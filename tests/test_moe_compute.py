@@ -51,3 +51,18 @@ def test_overheads_from_the_mainloop_records():
     assert model.overhead_us(shape, "l1", "wait_us") == pytest.approx(0.8)
     assert model.l1_epilogue_us(shape) == pytest.approx(1.5)
     assert model.overhead_us(shape, "l2", "wait_us") == 0.0
+
+
+def test_fused_local_records_are_preferred_per_key():
+    gemm = [record("l2", 1024, 5.0), record("l2", 2048, 9.0), record("l1", 2048, 8.0)]
+    fused = [record("l2", 1024, 7.0), record("l2", 2048, 12.0)]
+    for r in fused:
+        r["params"]["source"] = "fused-local"
+        r["stats"]["store_us"] = {"median": 0.4}
+    gemm[0]["stats"].update({"wait_us": {"median": 0.9}, "store_us": {"median": 0.2}})
+    fits = fit_records(gemm + fused)
+    assert fits[("fp8", 128, 128, "l2")].at(1024) == pytest.approx(7.0)   # fused only
+    assert fits[("fp8", 128, 128, "l1")].at(2048) == pytest.approx(8.0)   # no fused l1: gemm
+    model = mainloop_model("x", 132, records=gemm + fused)
+    assert model.overhead_us(SHAPE, "l2", "store_us") == pytest.approx(0.4)   # preferred
+    assert model.overhead_us(SHAPE, "l2", "wait_us") == pytest.approx(0.9)    # filled in

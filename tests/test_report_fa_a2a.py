@@ -136,3 +136,25 @@ def test_hiding_ratio_eq21():
     p = Point(1024, None, {"fa-only": 100.0, "fused": 110.0, "serial": 200.0})
     assert p.hiding == pytest.approx(0.9) and p.speedup == pytest.approx(200 / 110)
     assert math.isnan(Point(1024, None, {"fa-only": 100.0, "fused": 110.0, "serial": 99.0}).hiding)
+
+
+def test_paced_kernel_has_its_own_ratio_hiding_and_threshold():
+    p = Point(1024, None, {"fa-only": 100.0, "fused": 130.0, "fused-paced": 101.0, "serial": 200.0})
+    assert p.paced_over_fa == pytest.approx(1.01) and p.paced_hiding == pytest.approx(0.99)
+    assert math.isnan(Point(1024, None, {"fa-only": 100.0, "fused": 110.0}).paced_over_fa)
+    pts = [_point(1024, 300.0, 10.0), _point(2048, 50.0, 10.0), _point(4096, 40.0, 10.0)]
+    for p, paced in zip(pts, (150.0, 20.0, 5.0)):
+        p.measured["fused-paced"] = p.get("fa-only") + paced
+    assert measured_threshold(pts) is None and measured_threshold(pts, "fused-paced") == 2048
+
+
+def test_shipped_report_has_the_paced_keys(capsys):
+    doc = _json(capsys, "report", "--experiment", "fa-a2a", "--no-des", "--json")
+    rep = doc["experiments"]["fa-a2a"]
+    for key in ("paced_over_fa_above_threshold", "paced_hiding_min_above_threshold", "m_ub_star_measured_paced"):
+        assert key in rep
+    assert not any("fused-paced" in n for n in doc["notes"])    # the kind is known, not left out
+    # the paced kernel is predicted too (closed form here): every swept M, from the record's pace
+    assert rep["paced_time_mape"] is not None and 0 < rep["paced_time_mape"] < 50
+    head = rep["series"][0]["errors"]["closed-form"]
+    assert head["paced_time_mape"] == rep["paced_time_mape"]

@@ -33,6 +33,7 @@ from xsim.closedform import steady_state
 from xsim.closedform.burst_gap import pos
 from xsim.closedform.fa_a2a import cc_exposure_us, critical_backpressure_us, g_star_us, m_ub_star
 from xsim.platform import Platform
+from xsim.units import gbps_to_bytes_per_us
 
 
 @dataclass(frozen=True)
@@ -99,3 +100,17 @@ def predict(shape: AttentionShape, qloop: QLoop, platform: Platform, destination
         waves=shape.waves, remote_waves=int((volumes > 0).sum()), t_iss0_us=t0, drain_rate_gbps=rate,
         capacity_bytes=cap, max_wave_bytes=float(volumes.max(initial=0.0)),
         e_issue_us=float(e_issue), e_drain_us=float(e_drain), e_cc_us=float(e_cc), t_fa_model_us=shape.waves * gap)
+
+
+def paced_residual_us(shape: AttentionShape, qloop: QLoop, platform: Platform, pace: int,
+                      destination: str = "host") -> float:
+    """The fused-paced kernel's residual: each wave's V_w leaves in ``pace`` chunks spread over the
+    Q-loops until the next wave's bytes, so no CTA holds more than a chunk and the capacity term
+    of eq. 18 never binds. Per wave with bytes: ``pace`` chunk issues T_iss0(K, B_t / pace) on the
+    issuing CTA, plus the rate term [V_w/R - windows G]+."""
+    rate = platform.effective_drain_rate_gbps(drain_peers(destination, shape.sp))
+    gap = qloop.gap_us(shape.seq_len)
+    t0 = platform.t_iss0_us(shape.programs, shape.tile_bytes / pace)
+    volumes = shape.wave_bytes()
+    return float(sum(pace * t0 + pos(v / gbps_to_bytes_per_us(rate) - windows * gap)
+                     for v, windows in zip(volumes[volumes > 0], drain_windows(volumes))))

@@ -10,7 +10,13 @@ rank's own slice. The CTA that computes a tile issues its stores itself (``stagi
 - ``fused``: X-Stage coupling, the CTA moves on once its stores are accepted;
 - ``cc``: completion-coupled, each tile's stores must drain (a system-scope fence) before the
   CTA starts its next tile; ``t_lat_us`` is a fixed completion latency before the stores;
-- ``fa-only``: the same tiles with no remote bytes.
+- ``fa-only``: the same tiles with no remote bytes;
+- ``fused-paced``: the kernel's MODE 3 (``hwkernels/fa_kernels.py``): tiles in the remote-first
+  order (:func:`hwkernels.fa_layout.remote_first_coords`: other owners' tiles first), a remote
+  tile staged in HBM and its stores issued as ``pace`` row chunks during the CTA's *next*
+  Q-loop, chunk c after KV step ``c * stride`` (``stride = max(1, kv_tiles // pace)``), the
+  chunks that Q-loop does not reach at its end, a CTA's last staged tile at its stream's end.
+  Each Q-loop is then split into sub-tiles (a Q-loop segment, then one chunk's stores).
 
 The kernel is replayed ``replays`` times back to back (CUDA-graph replay): a kernel boundary
 is a grid barrier that every CTA reaches at its last tile's issue end (at its drain end for
@@ -25,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from xsim.attention.predict import predict as closed_form
+from xsim.attention.predict import paced_residual_us, predict as closed_form
 from xsim.attention.qloop import QLoop
 from xsim.attention.shape import DESTINATIONS, AttentionShape, drain_peers
 from xsim.params import Param
@@ -34,10 +40,11 @@ from xsim.stats import Stats
 from xsim.units import gbps_to_bytes_per_us
 from xsim.workload import Workload, XStageParams
 
-VARIANTS = ("fused", "cc", "fa-only")
+VARIANTS = ("fused", "cc", "fa-only", "fused-paced")
 
 PARAMS = {
-    "variant": Param("str", "fused", "fused (X-Stage), cc (completion-coupled) or fa-only", choices=VARIANTS),
+    "variant": Param("str", "fused", "fused (X-Stage), cc (completion-coupled), fa-only, or fused-paced "
+                     "(stores spread over the next Q-loop)", choices=VARIANTS),
     "seq_len": Param("int", 16384, "sequence length M (tokens)", minimum=1),
     "batch": Param("int", 1, "batch", minimum=1),
     "heads": Param("int", 32, "attention heads H over all ranks", minimum=1),
@@ -53,6 +60,7 @@ PARAMS = {
     "replays": Param("int", 3, "back-to-back kernel replays (the first is warm-up)", minimum=1, maximum=1000),
     "t_lat_us": Param("us", 0.0, "cc: fixed completion latency per tile (eq. 17 T_lat)", minimum=0),
     "boundary_waits_drain": Param("bool", False, "a kernel boundary waits for the replay's stores to drain"),
+    "pace": Param("int", 8, "fused-paced: row chunks per tile, spread over the next Q-loop", minimum=1, maximum=1024),
 }
 
 
@@ -82,18 +90,59 @@ def size(params: dict, platform: Platform) -> tuple[int, float]:
     per_replay_us = (shape.waves * (_gap_us(params, shape) + params["t_lat_us"]
                                     + platform.t_iss0_us(k, float(shape.tile_bytes)))
                      + shape.n_tiles * shape.tile_bytes / gbps_to_bytes_per_us(rate))
-    return shape.n_tiles * params["replays"], params["replays"] * per_replay_us
+    per_tile = min(params["pace"], shape.kv_tiles) + 1 if params["variant"] == "fused-paced" else 1
+    tiles = (shape.n_tiles * per_tile + shape.programs) * params["replays"]
+    return tiles, params["replays"] * per_replay_us
+
+
+def paced_stream(shape: AttentionShape, pid: int, qloop: QLoop, pace: int) -> tuple[np.ndarray, np.ndarray]:
+    """(mainloop_us, bytes) of CTA ``pid``'s sub-tiles in one launch of the fused-paced kernel.
+
+    Tile j's Q-loop is cut at the chunk points (after KV step ``c * stride``: the fixed part and
+    one step before the first cut, ``stride`` steps between cuts, the rest after the last); after
+    cut c the CTA stores chunk c of tile j - 1 if that tile is remote, the chunks the Q-loop did
+    not reach at its end. The stream ends with the last tile's chunks if it is remote."""
+    kv, sigma = shape.kv_tiles, qloop.sigma_us_per_kv_tile
+    stride = max(1, kv // pace)
+    cuts = [c * stride for c in range(pace) if c * stride < kv]       # KV steps with a chunk after them
+    seg = np.diff(np.array([0] + [c + 1 for c in cuts] + [kv], dtype=float)) * sigma
+    seg[0] += qloop.fixed_us
+    chunk = shape.tile_bytes / pace
+    n_remote = shape.n_tiles - shape.n_tiles // shape.sp
+    remote = [i < n_remote for i in shape.program_tiles(pid)]         # remote-first positions
+    mainloop, nbytes = [], []
+    for j, _ in enumerate(remote):
+        prev = j > 0 and remote[j - 1]
+        mainloop.extend(seg)
+        nbytes.extend([chunk * prev] * len(cuts) + [chunk * (pace - len(cuts)) * prev])
+    if remote and remote[-1]:
+        mainloop.append(0.0)
+        nbytes.append(float(shape.tile_bytes))
+    return np.array(mainloop), np.array(nbytes)
+
+
+def _streams(params: dict, shape: AttentionShape, gap: float) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(mainloop_us, bytes) per CTA for one launch."""
+    if params["variant"] == "fused-paced":
+        return [paced_stream(shape, p, qloop_of(params), params["pace"]) for p in range(shape.programs)]
+    out = []
+    for p in range(shape.programs):
+        order = shape.program_tiles(p)
+        nbytes = np.zeros(len(order)) if params["variant"] == "fa-only" else shape.remote_bytes[order]
+        out.append((np.full(len(order), gap), nbytes))
+    return out
 
 
 def build(params: dict, platform: Platform) -> Workload:
     shape = shape_of(params)
     gap, k, reps = _gap_us(params, shape), shape.programs, params["replays"]
     variant = params["variant"]
-    tiles = [np.tile(shape.program_tiles(p), reps) for p in range(k)]
-    counts = np.array([len(t) for t in tiles], dtype=np.int64)
-    order = np.concatenate(tiles)
-    n = len(order)
-    nbytes = np.zeros(n) if variant == "fa-only" else shape.remote_bytes[order]
+    streams = _streams(params, shape, gap)
+    counts = np.array([len(m) * reps for m, _ in streams], dtype=np.int64)
+    mainloop = np.concatenate([np.tile(m, reps) for m, _ in streams])
+    nbytes = np.concatenate([np.tile(b, reps) for _, b in streams])
+    n = len(mainloop)
+    store_bytes = shape.tile_bytes / (params["pace"] if variant == "fused-paced" else 1)   # one store group
     last = np.zeros(n, dtype=bool)   # a CTA's last tile of each replay: it arrives at the boundary
     first = np.zeros(n, dtype=bool)  # a CTA's first tile of a replay after the first: it waits for it
     replay = np.zeros(n, dtype=np.int64)
@@ -111,10 +160,10 @@ def build(params: dict, platform: Platform) -> Workload:
         offsets=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
         producer_gpu=np.zeros(k, dtype=np.int64),
         kind=(nbytes > 0).astype(np.int64), kind_names=("local", "remote"),
-        mainloop_us=np.full(n, gap),
+        mainloop_us=mainloop,
         epilogue_us=np.where(coupled & (nbytes > 0), params["t_lat_us"], 0.0),
         bytes=nbytes,
-        t_iss0_us=np.full(n, platform.t_iss0_us(k, float(shape.tile_bytes))),
+        t_iss0_us=np.full(n, platform.t_iss0_us(k, store_bytes)),
         release_us=np.zeros(n),
         wait_counter=np.where(first, replay - 1, -1).astype(np.int64),
         wait_value=np.where(first, k, 0).astype(np.int64),
@@ -149,7 +198,10 @@ def predict(params: dict, platform: Platform) -> dict:
     shape = shape_of(params)
     _gap_us(params, shape)
     cf = closed_form(shape, qloop_of(params), platform, params["destination"], t_lat_us=params["t_lat_us"])
-    extra = {"fused": cf.e_res_us, "cc": cf.e_cc_us, "fa-only": 0.0}[params["variant"]]
+    if params["variant"] == "fused-paced":
+        extra = paced_residual_us(shape, qloop_of(params), platform, params["pace"], params["destination"])
+    else:
+        extra = {"fused": cf.e_res_us, "cc": cf.e_cc_us, "fa-only": 0.0}[params["variant"]]
     return {"kernel_us": cf.t_fa_model_us + extra, "t_fa_model_us": cf.t_fa_model_us, "e_issue_us": cf.e_issue_us,
             "e_drain_us": cf.e_drain_us, "e_cc_us": cf.e_cc_us, "g_qloop_us": cf.g_qloop_us,
             "g_star_us": cf.g_star_us, "m_ub_star_tokens": cf.m_ub_star_tokens, "waves": cf.waves}

@@ -23,6 +23,9 @@ def add_parser(sub):
     p.add_argument("--fair", action="store_true", help="no arbitration weights (every producer served equally)")
     p.add_argument("--weights-by", choices=("sm", "rank"), default="sm",
                    help="index the arbitration weights by the SM a CTA runs on (default) or by CTA rank")
+    p.add_argument("--loadgate", metavar="RECORDS.jsonl", default=None,
+                   help="loadgate records for the load gate (default: NAME-loadgate.jsonl beside the first records file)")
+    p.add_argument("--no-loadgate", action="store_true", help="fit no load gate (the profile has none)")
     p.add_argument("--no-des", action="store_true",
                    help="do not fit the per-burst spread nor record the DES's held-out errors (closed forms only)")
     add_json_option(p)
@@ -45,6 +48,11 @@ def _rows(profile) -> list[tuple[str, object]]:
     head = pv["headline"]
     arb = pv.get("arbitration")
     rows.append(("arbitration weights", f'{arb["n_producers"]} from {arb["trace"]}' if arb else "none (fair)"))
+    gate = pv.get("load_gate")
+    if gate:
+        held = gate["errors_percent"].get("heldout-all", {})
+        rows.append(("load gate", f'{gate["chosen"]["scope"]} <= {format_bytes(gate["chosen"]["threshold_bytes"])}, '
+                                  f'held-out median MAPE {format_percent(held.get("median_mape"))} (n={held.get("n", 0)})'))
     rows += [("T_iss0(132, 32 KiB)", format_us(head["t_iss0_us_at_k132_b32kib"])),
              ("Q(132)", format_bytes(head["capacity_bytes_at_k132"])), ("ce_ratio", head["ce_ratio"])]
     for model, errors in pv["heldout"]["errors_percent"].items():
@@ -80,6 +88,31 @@ def _weights(args, mechanism: str, folder: Path | None):
     return (weights_from_trace(trace), trace) if trace is not None else (None, None)
 
 
+def _loadgate_records(args, micro):
+    """The loadgate RecordSet to fit the gate from (checked to be the micro records' platform), or None."""
+    from calibration.loadgate import check_same_platform
+    from calibration.records import RecordError, load_records
+
+    if args.no_loadgate or args.no_des:
+        return None
+    name = args.name or Path(args.output).stem
+    path = Path(args.loadgate) if args.loadgate else Path(args.records[0]).parent / f"{name}-loadgate.jsonl"
+    if not path.is_file():
+        if args.loadgate:
+            raise RecordError(f"loadgate records {args.loadgate} do not exist")
+        return None
+    rs = load_records([path])
+    check_same_platform(micro, rs)
+    return rs
+
+
+def _with_gate(profile, gate_rs):
+    from calibration.loadgate import fit_gate, with_fitted_gate
+    from xsim.simulate_point import default_engine
+
+    return with_fitted_gate(profile, fit_gate(gate_rs, profile, default_engine(profile)), gate_rs)
+
+
 def run(args) -> int:
     from calibration.fit import fit_records
     from calibration.profile import build_profile
@@ -89,6 +122,7 @@ def run(args) -> int:
 
     rs = load_records(args.records)
     check_output(args.output, "profile")  # before the fit: `-o RECORDS` must not cost the measurements
+    gate_rs = _loadgate_records(args, rs)
     try:
         fit = fit_records(rs, args.mechanism, args.statistic)
     except FitError as exc:
@@ -109,6 +143,8 @@ def run(args) -> int:
         first = build_profile(fit, rs, name, weights=weights, spread=spread)
         des_errors = heldout_errors(rs, first, tails)
     profile = build_profile(fit, rs, name, weights=weights, spread=spread, des_errors=des_errors)
+    if gate_rs is not None:
+        profile = _with_gate(profile, gate_rs)
     save_profile(profile, args.output)
     if args.json:
         print_json(profile.to_dict())

@@ -8,7 +8,17 @@ params ``{precision, block_m, block_n, k_dim, kind: "l1" | "l2"}``, stats ``main
 (least squares; one point: proportional), so any ``k_dim`` is predicted from one calibration.
 The same records' per-tile costs outside the mainloop (``wait_us`` with no dependency
 pending, an L1 tile's ``store_us`` and ``signal_us``) are the kernel's fixed per-tile costs
-(:meth:`MainloopModel.overhead_us`). Without a record for that key the roofline is used:
+(:meth:`MainloopModel.overhead_us`).
+
+Which records: for each key, the fused kernel's own per-tile times from the local-Combine
+control (params ``source = "fused-local"``: ``hwkernels.moe_bench --combine local``, the same
+kernel and tile tables with the Combine into device memory) are preferred where they exist;
+else the GEMM-only runs' (``source = "gemm-only"``: only one kind's tiles, all SMs busy).
+The fused-local records carry the mainloop as the kernel really runs it (row gathers, L1 and
+L2 tiles sharing the L2 cache) and no link information (no host-bound stores), so the
+predictions stay "calibrate once, then predict". An overhead a preferred record lacks (the
+fused L2 record has no ``wait_us``: its wait includes the dependency, which the DES models)
+comes from the other source. Without a record for that key the roofline is used:
 ``t = max(flops / peak_per_sm, bytes / hbm_per_sm) + fixed_us``, an ideal-cache roofline: a
 tile's weight bytes are shared by the m-blocks of its expert (``weight_reuse``) and its
 activation rows by the n-blocks of its m-block.
@@ -107,10 +117,30 @@ def peaks_for(platform_name: str) -> dict:
     return ROOFLINE_PEAKS["b200" if platform_name.startswith("paper") else "h200"]
 
 
+FUSED_SOURCE = "fused-local"
+
+
+def _key_of(rec: dict) -> tuple:
+    p = rec["params"]
+    return (p["precision"], int(p["block_m"]), int(p["block_n"]), p["kind"])
+
+
+def _mainloop_records(records: list[dict]) -> list[dict]:
+    return [r for r in records if r.get("experiment") == "moe" and r.get("kind") == "mainloop"
+            and r.get("check", {}).get("ok", False)]
+
+
+def preferred(records: list[dict]) -> list[dict]:
+    """The checked mainloop records, fused-local ones only for a key that has any."""
+    ok = _mainloop_records(records)
+    fused = {_key_of(r) for r in ok if r["params"].get("source") == FUSED_SOURCE}
+    return [r for r in ok if _key_of(r) not in fused or r["params"].get("source") == FUSED_SOURCE]
+
+
 def fit_records(records: list[dict]) -> dict:
     """(precision, block_m, block_n, kind) -> LinearFit over the records' median mainloop_us."""
     groups: dict[tuple, list[tuple[float, float]]] = {}
-    for rec in records:
+    for rec in preferred(records):
         p, stats = rec.get("params", {}), rec.get("stats", {})
         if rec.get("experiment") != "moe" or rec.get("kind") != "mainloop" or "mainloop_us" not in stats:
             continue
@@ -131,17 +161,24 @@ def fit_records(records: list[dict]) -> dict:
 
 
 def fit_overheads(records: list[dict]) -> dict:
-    """Key -> mean over the records of each per-tile overhead's median (wait, store, signal)."""
-    groups: dict[tuple, dict[str, list[float]]] = {}
-    for rec in records:
-        p, stats = rec.get("params", {}), rec.get("stats", {})
-        if rec.get("kind") != "mainloop" or not rec.get("check", {}).get("ok", False):
-            continue
-        key = (p["precision"], int(p["block_m"]), int(p["block_n"]), p["kind"])
-        for name in ("wait_us", "store_us", "signal_us"):
-            if name in stats:
-                groups.setdefault(key, {}).setdefault(name, []).append(float(stats[name]["median"]))
-    return {key: {name: float(np.mean(v)) for name, v in d.items()} for key, d in groups.items()}
+    """Key -> mean over the records of each per-tile overhead's median (wait, store, signal),
+    from the preferred records where they have it, else from the others."""
+    ok = _mainloop_records(records)
+    first, rest = preferred(ok), ok
+    out: dict[tuple, dict[str, float]] = {}
+    for pool, fill_only in ((first, False), (rest, True)):
+        groups: dict[tuple, dict[str, list[float]]] = {}
+        for rec in pool:
+            stats = rec.get("stats", {})
+            for name in ("wait_us", "store_us", "signal_us"):
+                if name in stats:
+                    groups.setdefault(_key_of(rec), {}).setdefault(name, []).append(float(stats[name]["median"]))
+        for key, d in groups.items():
+            have = out.setdefault(key, {})
+            for name, v in d.items():
+                if not (fill_only and name in have):
+                    have[name] = float(np.mean(v))
+    return out
 
 
 def read_records(path: str | Path) -> list[dict]:

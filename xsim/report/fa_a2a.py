@@ -27,7 +27,7 @@ import numpy as np
 
 from calibration.fidelity import mape_percent
 from calibration.records import RecordSet
-from xsim.attention.predict import FaA2aPrediction, predict
+from xsim.attention.predict import FaA2aPrediction, paced_residual_us, predict
 from xsim.attention.qloop import QLoop, fit_qloop
 from xsim.attention.shape import AttentionShape
 from xsim.builders import fa_a2a as builder
@@ -35,7 +35,7 @@ from xsim.des import simulate
 from xsim.params import resolve
 from xsim.platform import Platform
 
-KINDS = ("fa-only", "sdpa-cudnn", "a2a-store", "a2a-ce", "serial", "fused", "cc")
+KINDS = ("fa-only", "sdpa-cudnn", "a2a-store", "a2a-ce", "serial", "fused", "fused-paced", "cc")
 SERIES_KEYS = ("head_dim", "block_m", "block_n", "sp", "destination")
 MODELS = ("closed-form", "des")
 DVFS_BAND = 0.02              # the paper's +-2 % envelope (Fig. 11)
@@ -57,6 +57,7 @@ class Point:
     closed_form: FaA2aPrediction | None = None
     predicted: dict = field(default_factory=dict)   # model -> {"fused_us", "cc_us", "e_res_us", "e_cc_us"}
     floor_us: float = math.nan
+    pace: int = 0                       # fused-paced: the record's row chunks per tile
     where: list = field(default_factory=list)
 
     def get(self, kind: str) -> float:
@@ -75,6 +76,17 @@ class Point:
         """Eq. 21: H = 1 - (T_fused - T_FA) / (T_serial - T_FA) (NaN if serial is not slower)."""
         exposed = self.get("serial") - self.get("fa-only")
         return 1.0 - self.e_res_us / exposed if exposed > 0 else math.nan
+
+    @property
+    def paced_over_fa(self) -> float:
+        """fused-paced (stores spread over the next Q-loop, hwkernels) over FA-only (NaN if absent)."""
+        return self.get("fused-paced") / self.get("fa-only")
+
+    @property
+    def paced_hiding(self) -> float:
+        """Eq. 21 with the fused-paced kernel in place of fused."""
+        exposed = self.get("serial") - self.get("fa-only")
+        return 1.0 - (self.get("fused-paced") - self.get("fa-only")) / exposed if exposed > 0 else math.nan
 
     @property
     def speedup(self) -> float:
@@ -142,6 +154,11 @@ def collect(rs: RecordSet, notes: list[str]) -> dict:
         point.where.append(r.where)
         if r.kind == "fa-only":
             point.qloop_us = r.stat("qloop_us", "median")
+        if r.kind == "fused-paced":
+            if r.params.get("pace_spread", True) and r.params.get("tile_order", "remote-first") == "remote-first":
+                point.pace = int(r.params.get("pace_chunks", builder.PARAMS["pace"].default))
+            else:
+                notes.append(f"{r.where}: fused-paced with consecutive chunks or the default order is not modeled")
         if r.kind == "fused":
             point.issue_span_us = r.stat("issue_span_us", "median")
             point.shape = _shape(r.params)
@@ -150,13 +167,14 @@ def collect(rs: RecordSet, notes: list[str]) -> dict:
 
 def _des_residuals(p: Point, qloop: QLoop, platform: Platform, destination: str, engine: str) -> dict:
     out = {}
-    for variant in ("fused", "cc"):
+    paced = ("fused-paced",) if p.pace else ()
+    for variant in ("fused", "cc") + paced:
         s = p.shape
         params = resolve(builder.PARAMS, {
             "variant": variant, "seq_len": s.seq_len, "batch": s.batch, "heads": s.heads, "sp": s.sp,
             "head_dim": s.head_dim, "block_m": s.block_m, "block_n": s.block_n, "producers": s.producers,
             "destination": destination, "sigma_us_per_kv_tile": qloop.sigma_us_per_kv_tile,
-            "qloop_fixed_us": qloop.fixed_us, "replays": DES_REPLAYS}, "fa-a2a point")
+            "qloop_fixed_us": qloop.fixed_us, "replays": DES_REPLAYS, "pace": p.pace or 1}, "fa-a2a point")
         result = simulate(builder.build(params, platform), engine=engine, trace=False)
         out[variant] = builder.summarize(result, params)["e_res_us"]
     return out
@@ -166,22 +184,27 @@ def predict_point(p: Point, qloop: QLoop, platform: Platform, destination: str, 
     t_fa = p.get("fa-only")
     cf = p.closed_form = predict(p.shape, qloop, platform, destination)
     p.predicted["closed-form"] = {"e_res_us": cf.e_res_us, "e_cc_us": cf.e_cc_us,
-                                  "fused_us": t_fa + cf.e_res_us, "cc_us": t_fa + cf.e_cc_us}
+                                  "fused_us": t_fa + cf.e_res_us, "cc_us": t_fa + cf.e_cc_us,
+                                  "paced_us": t_fa + paced_residual_us(p.shape, qloop, platform, p.pace, destination)
+                                  if p.pace else math.nan}
     if engine is not None:
         des = _des_residuals(p, qloop, platform, destination, engine)
         p.predicted["des"] = {"e_res_us": des["fused"], "e_cc_us": des["cc"],
-                              "fused_us": t_fa + des["fused"], "cc_us": t_fa + des["cc"]}
+                              "fused_us": t_fa + des["fused"], "cc_us": t_fa + des["cc"],
+                              "paced_us": t_fa + des.get("fused-paced", math.nan)}
     per_tile = p.issue_span_us
     p.floor_us = cf.remote_waves * (per_tile if math.isfinite(per_tile) else cf.t_iss0_us)
 
 
-def measured_threshold(points: list[Point]) -> float | None:
-    """The smallest swept M from which on every E_res is within floor + DVFS band (None: never)."""
+def measured_threshold(points: list[Point], kind: str = "fused") -> float | None:
+    """The smallest swept M from which on every E_res is within floor + DVFS band (None: never);
+    kind "fused-paced" takes that kernel's residual in place of fused's."""
     found = None
     for p in sorted(points, key=lambda q: q.seq_len, reverse=True):
-        if not (math.isfinite(p.e_res_us) and math.isfinite(p.floor_us)):
+        e_res = p.get(kind) - p.get("fa-only")
+        if not (math.isfinite(e_res) and math.isfinite(p.floor_us)):
             continue
-        if p.e_res_us > p.floor_us + DVFS_BAND * p.get("fa-only"):
+        if e_res > p.floor_us + DVFS_BAND * p.get("fa-only"):
             break
         found = p.seq_len
     return found
@@ -213,6 +236,8 @@ def summarize_series(s: Series, models: list[str]) -> dict:
             "e_cc_mae_us": _mae([p.predicted[model]["e_cc_us"] for p in have], [p.e_cc_us for p in have]),
             "fused_vs_cc_prediction_mape": mape_percent([p.predicted[model]["cc_us"] for p in have],
                                                         [p.get("fused") for p in have]),
+            "paced_time_mape": mape_percent([p.predicted[model]["paced_us"] for p in have],
+                                            [p.get("fused-paced") for p in have]),
             "n_fused": sum(math.isfinite(p.get("fused")) for p in have),
             "n_cc": sum(math.isfinite(p.get("cc")) for p in have)}
     return {
@@ -223,6 +248,10 @@ def summarize_series(s: Series, models: list[str]) -> dict:
         "speedup_max": _extreme([p.speedup for p in pts], max),
         "fused_over_fa_above_threshold": _extreme([p.fused_over_fa for p in above], max),
         "hiding_min_above_threshold": _extreme([p.hiding for p in above], min),
+        "paced_over_fa_above_threshold": _extreme([p.paced_over_fa for p in above], max),
+        "paced_hiding_min_above_threshold": _extreme([p.paced_hiding for p in above], min),
+        "m_ub_star_measured_paced": measured_threshold(pts, "fused-paced")
+        if any(math.isfinite(p.get("fused-paced")) for p in pts) else None,
         "n_above_threshold": len(above),
         "fused_over_cc_measured": _extreme([p.get("fused") / p.get("cc") for p in pts], np.median),
         "fa_vs_cudnn_min": _extreme([p.fa_vs_cudnn for p in pts], min) if s.key["head_dim"] == 128 else None,
@@ -278,8 +307,11 @@ def build(rs: RecordSet, platform: Platform, engine: str | None = None) -> FaA2a
         h = head.summary
         errs = h["errors"][headline_model]
         summary.update({k: h[k] for k in ("speedup_max", "m_ub_star_predicted", "m_ub_star_measured",
-                                          "fused_over_fa_above_threshold", "hiding_min_above_threshold")})
+                                          "fused_over_fa_above_threshold", "hiding_min_above_threshold",
+                                          "paced_over_fa_above_threshold", "paced_hiding_min_above_threshold",
+                                          "m_ub_star_measured_paced")})
         summary.update(fused_time_mape=errs["fused_time_mape"], cc_time_mape=errs["cc_time_mape"],
+                       paced_time_mape=errs["paced_time_mape"],
                        fa_vs_cudnn_min=_extreme([s.summary["fa_vs_cudnn_min"] for s in series
                                                  if s.summary["fa_vs_cudnn_min"] is not None], min),
                        headline_series=dict(head.key))
@@ -296,13 +328,15 @@ def _headline(series: list[Series]) -> Series | None:
 
 
 HEADLINE_KEYS = ("speedup_max", "m_ub_star_predicted", "m_ub_star_measured", "fused_over_fa_above_threshold",
-                 "hiding_min_above_threshold", "fused_time_mape", "cc_time_mape", "fa_vs_cudnn_min")
+                 "hiding_min_above_threshold", "fused_time_mape", "cc_time_mape", "fa_vs_cudnn_min",
+                 "paced_time_mape", "paced_over_fa_above_threshold", "m_ub_star_measured_paced")
 
 
 def table3_rows(s: Series) -> list[list]:
     """Table 3 for one series, one row per M: every measured variant, hiding ratio, speedup."""
     return [[p.seq_len, p.get("fa-only"), p.get("sdpa-cudnn"), p.get("a2a-store"), p.get("a2a-ce"), p.get("serial"),
-             p.get("fused"), p.get("cc"), p.get("cc-atomic"), p.e_res_us, p.hiding, p.speedup] for p in s.points]
+             p.get("fused"), p.get("fused-paced"), p.get("cc"), p.get("cc-atomic"), p.e_res_us, p.hiding, p.speedup]
+            for p in s.points]
 
 
 def prediction_rows(s: Series) -> list[list]:
@@ -312,11 +346,12 @@ def prediction_rows(s: Series) -> list[list]:
         cf, des = p.predicted.get("closed-form", {}), p.predicted.get("des", {})
         rows.append([p.seq_len, p.get("fused"), cf.get("fused_us", np.nan), des.get("fused_us", np.nan),
                      p.e_res_us, cf.get("e_res_us", np.nan), des.get("e_res_us", np.nan), p.floor_us,
-                     p.get("cc"), cf.get("cc_us", np.nan), des.get("cc_us", np.nan)])
+                     p.get("cc"), cf.get("cc_us", np.nan), des.get("cc_us", np.nan),
+                     p.get("fused-paced"), cf.get("paced_us", np.nan), des.get("paced_us", np.nan)])
     return rows
 
 
-TABLE3_HEADER = ["M", "FA-only", "cuDNN", "A2A store", "A2A CE", "serial", "fused", "cc (fence)", "cc (atomic)",
-                 "E_res", "hiding H", "speedup"]
+TABLE3_HEADER = ["M", "FA-only", "cuDNN", "A2A store", "A2A CE", "serial", "fused", "fused-paced", "cc (fence)",
+                 "cc (atomic)", "E_res", "hiding H", "speedup"]
 PREDICTION_HEADER = ["M", "fused", "fused CF", "fused DES", "E_res", "E_res CF", "E_res DES", "issue floor",
-                     "cc", "cc CF", "cc DES"]
+                     "cc", "cc CF", "cc DES", "paced", "paced CF", "paced DES"]

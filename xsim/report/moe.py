@@ -124,12 +124,15 @@ def _selector(rows: list[ConfigRow]) -> dict:
 
 
 def _gemm(records) -> list[dict]:
-    out = []
+    """The latest record per point (precision, path, m, n, k): a re-measured kernel replaces
+    the older kernel's number instead of both counting."""
+    out = {}
     for r in records:
         t, c = _median(r, "triton_us"), _median(r, "cublas_us")
-        out.append({**{k: r.params.get(k) for k in ("precision", "m", "n", "k")}, "triton_us": t, "cublas_us": c,
-                    "vs_cublas": c / t if t > 0 else math.nan})
-    return out
+        key = tuple(r.params.get(k) for k in ("precision", "path", "m", "n", "k"))
+        out[key] = {**{k: r.params.get(k) for k in ("precision", "m", "n", "k", "path")}, "triton_us": t,
+                    "cublas_us": c, "vs_cublas": c / t if t > 0 else math.nan, "tiles": r.params.get("tiles")}
+    return list(out.values())
 
 
 def build(rs, platform: Platform, des: bool = True, paper_des: bool = False,

@@ -1,0 +1,215 @@
+"""GPU exploration for issue 11's two open targets (prints, writes JSON; no records).
+
+    python -m hwkernels.fa_explore --json OUT.json [--budget-s 200] [--sections pace,fa]
+
+chk:  fused-paced at M = 1K on other shapes (rank 2 of N = 4, d = 64 with N = 2, b_m = 64);
+pace: fa-only, fused and fused-paced (pace chunks, spread or one per KV step, tile order) at a
+      few M with the default configuration: kernel time, per-tile Q-loop and store spans.
+fa:   FA-only over candidate configurations (b_m, b_n, warps, stages, programs per SM, flatten,
+      warp specialization) at short M, beside torch's cuDNN SDPA in the same run.
+Every point is checked on the receiver side before it is timed (harness.measure); a point
+that fails to compile or check is reported and the rest go on. Sections stop at the budget.
+"""
+
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+
+from .fa import FAShape
+from .fa_bench import _host_view, host_bytes_for, measure_variant, slots_for
+from .fa_variants import Case, KernelConfig
+
+# name: (block_m, block_n, warps, stages, tma, CTAs per SM (0: one program per tile), flatten, ws)
+FA_CONFIGS = {
+    "base": (128, 128, 8, 3, True, 1, False, False),
+    "flat": (128, 128, 8, 3, True, 1, True, False),
+    "ws": (128, 128, 8, 3, True, 1, False, True),
+    "bm64x2": (64, 64, 4, 3, True, 2, False, False),
+    "bm64x2s2": (64, 64, 4, 2, True, 2, False, False),
+    "bn64x2": (128, 64, 8, 2, True, 2, False, False),
+    "grid": (128, 128, 8, 3, True, 0, False, False),
+    "flat2": (128, 128, 8, 2, True, 1, True, False),
+    "bm64n128x2s1": (64, 128, 4, 1, True, 2, False, False),
+    "bm64x3s1": (64, 64, 4, 1, True, 3, False, False),
+    "bm64x2s3w8": (64, 64, 8, 3, True, 2, False, False),
+    "wsbm64x2": (64, 64, 4, 3, True, 2, False, True),
+}
+# name: (pace, spread, order, branch)
+PACED = {"p1": (1, True, "remote-first", True), "p2": (2, True, "remote-first", True),
+         "p4": (4, True, "remote-first", True), "p8": (8, True, "remote-first", True),
+         "p16": (16, True, "remote-first", True), "p8def": (8, True, "default", True),
+         "p8con": (8, False, "remote-first", True), "p8m": (8, True, "remote-first", False),
+         "p16m": (16, True, "remote-first", False)}
+
+
+def _shape(m, bm=128, bn=128, tokens=4096):
+    return FAShape(batch=max(1, tokens // m), heads=32, seq_len=m, head_dim=128, sp=4,
+                   block_m=bm, block_n=bn)
+
+
+def _point(shape, cfg, host, programs, variant, repeats, instrument=True) -> dict:
+    case = Case(shape, cfg, host, slots_for(shape), programs)
+    t0 = time.time()
+    try:
+        m, _, _ = measure_variant(case, variant, repeats, instrument)
+    except Exception as exc:  # noqa: BLE001 - report and go on
+        return {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:400]}
+    res = {"ok": m.ok, "err": m.max_abs_err, "wall_s": round(time.time() - t0, 1)}
+    k = case.compiled
+    if k is not None:
+        res.update(n_regs=getattr(k, "n_regs", None), n_spills=getattr(k, "n_spills", None),
+                   shared=getattr(getattr(k, "metadata", None), "shared", None))
+    if m.ok:
+        for name, s in m.stats.items():
+            res[name] = s.median
+            if name in ("issue_span_us", "qloop_us"):
+                res[name + "_p90"] = s.p90
+                res[name + "_max"] = s.max
+    return res
+
+
+def _paced_cfg(w, st, tma, name) -> KernelConfig:
+    pace, spread, order, branch = PACED[name]
+    return KernelConfig(w, st, tma, pace=pace, pace_spread=spread, pace_order=order,
+                        pace_branch=branch)
+
+
+def pace_section(host, sms, out, deadline, ms=(1024, 4096, 8192, 16384), fa_cfg="base",
+                 paced=tuple(PACED), baselines=True):
+    bm, bn, w, st, tma, per_sm, _, _ = FA_CONFIGS[fa_cfg]
+    base = [("fa-only", "fa-only", KernelConfig(w, st, tma)),
+            ("fused", "fused", KernelConfig(w, st, tma))] if baselines else []
+    for m in ms:
+        shape = _shape(m, bm, bn)
+        for name, variant, cfg in base + [(n, "fused-paced", _paced_cfg(w, st, tma, n))
+                                          for n in paced]:
+            if time.time() > deadline:
+                return
+            r = {"section": "pace", "M": m, "name": name, "fa_cfg": fa_cfg,
+                 **_point(shape, cfg, host, per_sm * sms, variant, repeats=4)}
+            out.append(r)
+            print(json.dumps(r, default=float), flush=True)
+
+
+def check_section(host, sms, out, deadline, ms=(1024,)):
+    """fused-paced on other shapes (rank 2 of N = 4; d = 64, N = 2): receiver side, timed."""
+    for d, sp, rank, bm in ((128, 4, 2, 128), (64, 2, 0, 128), (128, 4, 1, 64)):
+        for name in PACED:
+            if time.time() > deadline or name == "p8def" or (d, bm) != (128, 128) and name != "p8":
+                continue
+            shape = FAShape(batch=2, heads=8, seq_len=ms[0], head_dim=d, sp=sp, rank=rank,
+                            block_m=bm, block_n=bm)
+            cfg = _paced_cfg(8 if bm == 128 else 4, 2, True, name)
+            r = {"section": "chk", "M": ms[0], "name": f"d{d}N{sp}r{rank}bm{bm}{name}",
+                 **_point(shape, cfg, host, sms, "fused-paced", 2, False)}
+            out.append(r)
+            print(json.dumps(r, default=float), flush=True)
+
+
+def fa_section(host, sms, out, deadline, ms=(1024, 3072, 8192), names=tuple(FA_CONFIGS)):
+    for m in ms:
+        if time.time() > deadline:
+            return
+        r = {"section": "fa", "M": m, "name": "cudnn",
+             **_point(_shape(m), KernelConfig(), host, sms, "sdpa-cudnn", 4, False)}
+        out.append(r)
+        print(json.dumps(r, default=float), flush=True)
+        for name in names:
+            bm, bn, w, st, tma, per_sm, flat, ws = FA_CONFIGS[name]
+            if time.time() > deadline:
+                return
+            shape = _shape(m, bm, bn)
+            programs = shape.n_tiles if per_sm == 0 else per_sm * sms
+            cfg = KernelConfig(w, st, tma, flatten=flat, ws=ws)
+            r = {"section": "fa", "M": m, "name": name, "cfg": [bm, bn, w, st, tma, per_sm, flat, ws],
+                 **_point(shape, cfg, host, programs, "fa-only", 4, False)}
+            out.append(r)
+            print(json.dumps(r, default=float), flush=True)
+
+
+def summary(rows) -> str:
+    lines = []
+    cud = {r["M"]: r.get("kernel_us") for r in rows if r["name"] == "cudnn" and r.get("ok")}
+    for r in rows:
+        t = r.get("kernel_us", np.nan)
+        extra = ""
+        if r["section"] == "fa" and r["name"] != "cudnn" and cud.get(r["M"]) and r.get("ok"):
+            extra = f" cudnn/ours={cud[r['M']] / t:.3f}"
+        if r["section"] == "pace":
+            extra = (f" qloop={r.get('qloop_us', np.nan):.1f} p90={r.get('qloop_us_p90', np.nan):.1f}"
+                     f" span={r.get('issue_span_us', np.nan):.2f} p90={r.get('issue_span_us_p90', np.nan):.2f}")
+        lines.append(f"{r['section']:>4} {r.get('fa_cfg', '')} M={r['M']:>6} {r['name']:>9} ok={r.get('ok')} t={t:9.1f}"
+                     f" regs={r.get('n_regs')} spills={r.get('n_spills')} smem={r.get('shared')}"
+                     f"{extra} {r.get('error', '')[:160]}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    import torch
+
+    ap = argparse.ArgumentParser(prog="hwkernels.fa_explore")
+    ap.add_argument("--json", required=True)
+    ap.add_argument("--budget-s", type=float, default=200.0)
+    ap.add_argument("--sections", default="pace:110,fa:85,chk:20",
+                    help="comma-separated section:seconds, run in this order")
+    ap.add_argument("--pace-ms", default="1024,4096,8192,16384")
+    ap.add_argument("--fa-ms", default="1024,3072,8192")
+    ap.add_argument("--fa-configs", default=",".join(FA_CONFIGS), help="names of FA_CONFIGS")
+    ap.add_argument("--pace-config", default="base", help="the FA_CONFIGS entry of section pace")
+    ap.add_argument("--paced", default=",".join(PACED), help="names of PACED for section pace")
+    ap.add_argument("--no-baselines", action="store_true", help="section pace without fa-only, fused")
+    ap.add_argument("--pick", default="", metavar="ARGS.txt",
+                    help="write the fa_bench options of the fastest paced entry (summed over M)")
+    args = ap.parse_args(argv)
+    t_end = time.time() + args.budget_s
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    pace_ms = [int(x) for x in args.pace_ms.split(",") if x]
+    fa_ms = [int(x) for x in args.fa_ms.split(",") if x]
+    need = host_bytes_for([_shape(m, bm) for m in pace_ms + fa_ms for bm in (64, 128)])
+    host_buf = _host_view(need, torch.device("cuda", 0))    # keep it: freed with the object
+    host = host_buf.cuda
+    rows: list = []
+    try:
+        for item in args.sections.split(","):
+            sec, _, secs = item.partition(":")
+            deadline = min(t_end, time.time() + float(secs or args.budget_s))
+            if sec == "fa":
+                fa_section(host, sms, rows, deadline, fa_ms, args.fa_configs.split(","))
+            elif sec == "pace":
+                pace_section(host, sms, rows, deadline, pace_ms, args.pace_config,
+                             args.paced.split(","), not args.no_baselines)
+            else:
+                check_section(host, sms, rows, deadline, pace_ms)
+    finally:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1, default=float)
+        print(summary(rows))
+        if args.pick:
+            pick(rows, args.pick)
+    return 0
+
+
+def pick(rows, path) -> str:
+    """fa_bench options of the paced entry with the smallest summed kernel time over the M that
+    every entry passed (default options if none passed)."""
+    ok = [r for r in rows if r["section"] == "pace" and r["name"] in PACED and r.get("ok")]
+    ms = {r["M"] for r in ok}
+    names = {r["name"] for r in ok}
+    full = [n for n in names if {r["M"] for r in ok if r["name"] == n} == ms]
+    opts = ""
+    if full:
+        best = min(full, key=lambda n: sum(r["kernel_us"] for r in ok if r["name"] == n))
+        pace, spread, order, branch = PACED[best]
+        opts = (f"--pace {pace} --pace-order {order}" + ("" if spread else " --pace-consecutive")
+                + ("" if branch else " --pace-masked"))
+        print(f"pick: {best} -> {opts}")
+    with open(path, "w") as f:
+        f.write(opts + "\n")
+    return opts
+
+
+if __name__ == "__main__":
+    sys.exit(main())

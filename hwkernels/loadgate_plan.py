@@ -1,0 +1,118 @@
+"""The load-gate sweep: which points run, in which order (pure data, no GPU).
+
+A point: ``ctas`` CTAs (one per SM, or two per SM in the co-resident mode), ``storers`` of them
+store ``burst_bytes`` each to ``destination`` (host: mapped pinned host memory over PCIe; local:
+this GPU's HBM), then, after an optional fence or a gap spin of ``gap_us``, the loading CTAs each
+stream ``load_bytes`` of device memory (``load`` = ld.v4 pointer loads or tma bulk loads).
+
+Variants (``variant``): ``main`` (every CTA stores then loads; B = 0 is the load phase alone),
+``local`` (the same stores into local HBM), ``fence`` (fence.sc.sys between stores and loads),
+``gap`` (a spin of gap_us), ``bystander`` (the first ``storers`` CTAs store, the other CTAs on
+other SMs only load), ``cosm`` (two CTAs per SM: one stores, the other loads once it has).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+KIB = 1024
+VARIANTS = ("main", "local", "fence", "gap", "bystander", "cosm")
+LOADS = ("ld.v4", "tma")
+SWEEP_BYTES = tuple(b * KIB for b in (0, 4, 8, 16, 32, 64))
+SWEEP_CTAS = (1, 16, 66, 132)
+SWEEP_LOAD_BYTES = (64 * KIB, 256 * KIB, 1024 * KIB)
+CONTROL_LOAD_BYTES = 256 * KIB
+PLAN_DRAIN_GBPS = 52.4            # the shipped h200-pcie-host profile's R: only places the gap sweep
+GAP_FRACS = (0.25, 0.5, 0.75, 1.0, 1.25)
+GAP_CONFIGS = ((132, 16 * KIB), (132, 32 * KIB), (132, 64 * KIB), (66, 32 * KIB), (66, 64 * KIB))
+
+
+@dataclass(frozen=True)
+class Point:
+    variant: str
+    ctas: int
+    burst_bytes: int
+    load_bytes: int
+    storers: int | None = None      # None: every CTA (cosm: one per SM)
+    gap_us: float = 0.0
+    load: str = "ld.v4"
+    threads: int = 256
+    repeats: int = 20
+
+    def __post_init__(self):
+        if self.variant not in VARIANTS:
+            raise ValueError(f'"variant" must be one of {VARIANTS}.')
+        if self.load not in LOADS:
+            raise ValueError(f'"load" must be one of {LOADS}.')
+        if self.ctas < 1 or self.burst_bytes < 0 or self.burst_bytes % 16 or self.load_bytes <= 0:
+            raise ValueError('"ctas" must be >= 1, "burst_bytes" a multiple of 16 >= 0, "load_bytes" > 0.')
+        if self.gap_us < 0:
+            raise ValueError('"gap_us" must be >= 0.')
+        if self.storers is not None and not 0 <= self.storers <= self.ctas:
+            raise ValueError('"storers" must be in [0, ctas].')
+
+    @property
+    def mode(self) -> str:
+        return "cosm" if self.variant == "cosm" else "solo"
+
+    @property
+    def destination(self) -> str:
+        return "local" if self.variant == "local" else "host"
+
+    @property
+    def fence(self) -> bool:
+        return self.variant == "fence"
+
+    @property
+    def store_ctas(self) -> int:
+        """CTAs that store (slots written)."""
+        if self.variant == "cosm":
+            return self.ctas // 2
+        return self.ctas if self.storers is None else self.storers
+
+    @property
+    def volume_bytes(self) -> int:
+        return self.store_ctas * self.burst_bytes
+
+    @property
+    def key(self) -> str:
+        parts = [self.variant, f"K{self.ctas}", f"B{self.burst_bytes // KIB}K", f"L{self.load_bytes // KIB}K"]
+        if self.storers is not None:
+            parts.append(f"S{self.storers}")
+        if self.gap_us:
+            parts.append(f"G{self.gap_us:g}")
+        if self.load != "ld.v4":
+            parts.append(self.load)
+        return "_".join(parts)
+
+    def params(self) -> dict:
+        return {"variant": self.variant, "producers": self.store_ctas, "ctas": self.ctas,
+                "burst_bytes": self.burst_bytes, "load_bytes": self.load_bytes, "gap_us": self.gap_us,
+                "fence": self.fence, "mode": self.mode, "load": self.load, "mechanism": "st.v4",
+                "threads": self.threads, "destination": self.destination}
+
+
+def gap_us(ctas: int, burst_bytes: int, frac: float) -> float:
+    """frac x the drain time of the burst at the profile's rate (B K / R), rounded to 0.1 us."""
+    return round(frac * ctas * burst_bytes / (PLAN_DRAIN_GBPS * 1e3), 1)
+
+
+def full_plan() -> list[Point]:
+    pts = [Point("main", k, b, ll) for k in SWEEP_CTAS for ll in SWEEP_LOAD_BYTES for b in SWEEP_BYTES]
+    pts += [Point("local", k, b, CONTROL_LOAD_BYTES) for k in SWEEP_CTAS for b in SWEEP_BYTES if b]
+    pts += [Point("fence", k, b, CONTROL_LOAD_BYTES) for k in SWEEP_CTAS for b in SWEEP_BYTES]
+    pts += [Point("bystander", 132, b, CONTROL_LOAD_BYTES, storers=s) for s in (66, 16) for b in SWEEP_BYTES if b]
+    pts += [Point("gap", k, b, CONTROL_LOAD_BYTES, gap_us=gap_us(k, b, f)) for k, b in GAP_CONFIGS for f in GAP_FRACS]
+    # last: the two launch shapes the rest does not use (bulk loads; two CTAs per SM)
+    pts += [Point("main", k, b, CONTROL_LOAD_BYTES, load="tma") for k in (16, 132) for b in SWEEP_BYTES]
+    pts += [Point("cosm", 264, b, CONTROL_LOAD_BYTES) for b in SWEEP_BYTES]
+    return pts
+
+
+def quick_plan() -> list[Point]:
+    return [Point("main", 132, b, CONTROL_LOAD_BYTES, repeats=3) for b in (0, 32 * KIB)] + \
+           [Point("cosm", 264, 32 * KIB, CONTROL_LOAD_BYTES, repeats=3),
+            Point("main", 16, 32 * KIB, CONTROL_LOAD_BYTES, load="tma", repeats=3)]
+
+
+SUITES = {"full": full_plan, "quick": quick_plan}

@@ -1,0 +1,96 @@
+"""The load-gate fit: points from loadgate records, a known gate recovered from DES-made records, the
+shipped records' fit (link scope), and ``xsim calibrate``'s loadgate options."""
+
+import json
+from importlib import resources
+
+import numpy as np
+import pytest
+
+from calibration.loadgate import FIT_CTAS, fit_gate, points
+from calibration.loadgate_model import Shape, predict
+from calibration.records import RecordError, load_records, parse_texts
+from xsim.cli import main
+from xsim.load_gate import LoadGate
+from xsim.platform import resolve_platform
+
+KIB = 1024
+RECORDS = resources.files("calibration") / "records"
+PLATFORM = {"gpu": "NVIDIA H200", "gpu_count": 1, "sms": 132, "driver": "580.159.04", "link": "PCIe Gen5 x16"}
+
+
+def _stats(x):
+    return {"mean": x, "median": x, "p10": x, "p90": x, "min": x, "max": x, "n": 1}
+
+
+def _record(variant, ctas, burst, load_bytes, load_us, storers=None, gap_us=0.0, **extra):
+    params = {"variant": variant, "producers": storers or ctas, "ctas": ctas, "burst_bytes": burst,
+              "load_bytes": load_bytes, "gap_us": gap_us, "load": "ld.v4", "threads": 256}
+    stats = {"load_us": _stats(load_us), **{k: _stats(v) for k, v in extra.items()}}
+    return {"schema": "xstage.record/1", "experiment": "loadgate", "kind": variant, "params": params,
+            "stats": stats, "check": {"ok": True, "max_abs_err": 0.0}, "platform": PLATFORM, "commit": "c"}
+
+
+def _engine():
+    return "simpy"
+
+
+def test_shipped_points_have_their_references():
+    rs = load_records([RECORDS / "h200-pcie-host-loadgate.jsonl"])
+    pts = points(rs)
+    groups = {g: sum(p.group == g for p in pts) for g in {p.group for p in pts}}
+    assert groups["fit"] == 2 * 3 * 5 and groups["heldout-main"] == 30 and groups["heldout-gap"] == 25
+    assert groups["loaders"] == 15 and groups["controls"] == 40
+    k132 = next(p for p in pts if p.key == "main_K132_B16K_L256K")
+    assert k132.shape.storers == 132 and k132.base[0] == pytest.approx(14.5, abs=0.2)
+    assert k132.measured[0] > 3 * k132.base[0]          # the loads waited behind the host stores
+
+
+def test_fit_recovers_a_known_producer_gate():
+    """Records made by the DES with a producer-scope gate of 8 KiB: the fit finds that scope and threshold."""
+    platform = resolve_platform("h200-pcie-host")
+    truth = LoadGate(8 * KIB, "producer")
+    lines = []
+    for k in (*FIT_CTAS, 66):
+        lines.append(_record("main", k, 0, 256 * KIB, 10.0))
+        for b in (16, 32, 64):
+            pr = predict(Shape(k, b * KIB, base_us=10.0), platform, truth, _engine())
+            lines.append(_record("main", k, b * KIB, 256 * KIB, float(np.median(pr.storer_load_us))))
+    rs = parse_texts([("syn.jsonl", "\n".join(json.dumps(r) for r in lines).encode())])
+    fit = fit_gate(rs, platform, _engine())
+    assert fit.gate.scope == "producer"
+    assert fit.gate.threshold_bytes == pytest.approx(8 * KIB, rel=0.05)
+    assert fit.errors["heldout-main"]["median_mape"] < 1.0      # K = 66, never fitted
+
+
+def test_points_need_the_b0_reference():
+    rs = parse_texts([("x.jsonl", json.dumps(_record("main", 16, 32 * KIB, 256 * KIB, 12.0)).encode())])
+    with pytest.raises(RecordError, match="no B = 0 main point"):
+        points(rs)
+
+
+def test_shipped_fit_is_link_scope():
+    """The measured law: the whole link's backlog, not the CTA's own bytes (docs/host-link.md)."""
+    profile = resolve_platform("h200-pcie-host")
+    assert profile.load_gate == LoadGate(322400.0, "link")
+    gate = profile.provenance["load_gate"]
+    scopes = gate["scopes"]
+    assert scopes["link"]["rms_rel_error"] < 0.05 < 0.2 < scopes["producer"]["rms_rel_error"]
+    errors = gate["errors_percent"]
+    assert errors["heldout-main"]["median_mape"] < 5 and errors["heldout-gap-gated"]["median_mape"] < 8
+    assert resolve_platform("h200-nvlink-x2").load_gate is None
+
+
+def test_calibrate_loadgate_options(tmp_path, capsys):
+    micro = RECORDS / "h200-pcie-host-micro.jsonl"
+    out = tmp_path / "p.json"
+    assert main(["calibrate", str(micro), "-o", str(out), "--no-loadgate", "--no-des"]) == 0
+    assert "load_gate" not in json.loads(out.read_text())
+    capsys.readouterr()
+    assert main(["calibrate", str(micro), "-o", str(out), "--loadgate", str(tmp_path / "none.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "do not exist" in err and err.count("\n") == 1
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({**_record("main", 1, 0, 65536, 4.0), "platform": {**PLATFORM, "driver": "1"}}) + "\n")
+    assert main(["calibrate", str(micro), "-o", str(out), "--loadgate", str(other)]) == 2
+    assert "another platform: driver" in capsys.readouterr().err

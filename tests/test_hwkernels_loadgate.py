@@ -1,0 +1,164 @@
+"""The load-gate microbenchmark's host side (CPU): plan, stamps to times, samples, checks, and the
+runner's poison/check/record loop against a CPU stand-in for the kernel; the kernel itself on a GPU."""
+
+import types
+
+import numpy as np
+import pytest
+
+from hwkernels import loadgate as lg
+from hwkernels import loadgate_plan as plan
+from hwkernels.loadgate_kernels import ROLE_FLAG_LOAD, ROLE_LOAD, ROLE_STORE, ROLE_STORE_LOAD
+
+KIB = 1024
+
+
+def _stamps(ctas, roles, smids, ghz=2.0, spans_ns=(500, 1000, 3000, 20000)):
+    """Synthetic stamps: CTA q starts at q ns, spans (issue, wait, first load, load) in ns at ``ghz``."""
+    st = np.zeros((ctas, 8), np.int64)
+    info = np.zeros((ctas, 8), np.int64)
+    base_ns = 1_800_000_000_000_000_000
+    for q in range(ctas):
+        c0 = 10_000 + 7 * q
+        issue, wait, first, load = (int(s * ghz) for s in spans_ns)
+        st[q, :5] = [c0, c0 + issue, c0 + issue + wait, c0 + issue + wait + first, c0 + issue + wait + load]
+        info[q, :4] = [base_ns + q, c0 - 100, base_ns + q + 100_000, c0 - 100 + int(100_000 * ghz)]
+        info[q, 4:7] = [smids[q], roles[q], q]
+    return st, info
+
+
+def test_plan_covers_the_brief():
+    pts = plan.full_plan()
+    main = {(p.ctas, p.burst_bytes, p.load_bytes) for p in pts if p.variant == "main" and p.load == "ld.v4"}
+    assert len(main) == 4 * 6 * 3 and (132, 0, 1024 * KIB) in main
+    assert {p.variant for p in pts} == set(plan.VARIANTS)
+    cosm = [p for p in pts if p.variant == "cosm"]
+    assert all(p.ctas == 264 and p.store_ctas == 132 and p.mode == "cosm" for p in cosm)
+    assert plan.gap_us(132, 32 * KIB, 1.0) == pytest.approx(82.5, abs=0.1)    # V / R at 52.4 GB/s
+    assert len({p.key for p in pts}) == len(pts)
+    with pytest.raises(ValueError, match='"variant"'):
+        plan.Point("nope", 1, 0, 16)
+
+
+def test_times_map_clocks_and_samples_split_roles():
+    roles = [ROLE_STORE_LOAD, ROLE_STORE_LOAD, ROLE_LOAD, ROLE_LOAD]
+    st, info = _stamps(4, roles, [0, 1, 2, 3])
+    t = lg.times(st, info)
+    assert np.allclose(t.issue_us, 0.5) and np.allclose(t.wait_us, 1.0) and np.allclose(t.load_us, 20.0)
+    assert np.allclose(t.first_load_us, 3.0) and np.allclose(t.after_issue_us, 21.0)
+    assert t.issued_at_us[0] == pytest.approx(0.5) and t.issued_at_us[3] == pytest.approx(0.503)
+    s = lg.samples(t, 4096)
+    assert len(s["load_us"]) == 2 and len(s["bystander_load_us"]) == 2 and s["load_max_us"].shape == (1,)
+    assert len(lg.samples(t, 0)["load_us"]) == 4 and "bystander_load_us" not in lg.samples(t, 0)
+
+
+def test_cosm_layout_and_flag_delay():
+    roles = [ROLE_STORE, ROLE_FLAG_LOAD, ROLE_FLAG_LOAD, ROLE_STORE]
+    st, info = _stamps(4, roles, [0, 0, 1, 1])
+    t = lg.times(st, info)
+    assert lg.layout_ok(t, "cosm", 4, 2) is None
+    assert "exactly two" in lg.layout_ok(t, "cosm", 4, 3)
+    assert "shared an SM" in lg.layout_ok(t, "solo", 4, 2)
+    s = lg.samples(t, 4096)
+    assert np.allclose(s["flag_delay_us"], [1.0 + 0.001, 1.0 - 0.001])     # load start - storer's issue end
+
+
+def test_check_result_wants_sums_from_loaders_and_poison_elsewhere():
+    info = np.zeros((3, 8), np.int64)
+    info[:, 5] = [ROLE_STORE, ROLE_FLAG_LOAD, ROLE_LOAD]
+    ref = np.array([5, 6, 7])
+    run = lg.Run(np.zeros((3, 8)), info, np.array([0xDEADBEEF, 6, 7]), 1.0, 0)
+    assert lg.check_result(run, ref, 0xDEADBEEF) == (True, 0.0)
+    run.result[2] = 8
+    assert lg.check_result(run, ref, 0xDEADBEEF) == (False, 1.0)
+    assert lg.describe_err(1 | 16) == "grid barrier timeout, bulk load timeout"
+
+
+class _FakeKernel:
+    """CPU stand-in: writes the pattern at dst, the sums into result, and plausible stamps."""
+
+    sms = 4
+
+    def __init__(self, dst_base, corrupt=False):
+        self.dst_base, self.corrupt = dst_base, corrupt
+
+    def run(self, dst_ptr, burst_bytes, src, load_bytes, result, ctas, n_store, mode, gap_cycles, fence, tma, threads):
+        import torch
+
+        from hwkernels.pattern import pattern_words
+
+        off = dst_ptr - self.dst_base.data_ptr()
+        stores = ctas // 2 if mode == "cosm" else n_store
+        for p in range(stores if burst_bytes else 0):
+            words = pattern_words(p, 0, burst_bytes // 4).view(np.int32)
+            self.dst_base[off + p * burst_bytes: off + (p + 1) * burst_bytes] = torch.from_numpy(words.copy()).view(torch.uint8)
+        if self.corrupt and burst_bytes:
+            self.dst_base[off] ^= 1
+        sums = lg.region_sums(src, ctas, load_bytes)
+        if mode == "cosm":
+            roles = [ROLE_STORE if q < ctas // 2 else ROLE_FLAG_LOAD for q in range(ctas)]
+            smids = [q % (ctas // 2) for q in range(ctas)]
+        else:
+            roles = [ROLE_STORE_LOAD if q < n_store else ROLE_LOAD for q in range(ctas)]
+            smids = list(range(ctas))
+        for q in range(ctas):
+            if roles[q] != ROLE_STORE:
+                result[q] = int(np.int64(sums[q]).astype(np.uint32).view(np.int32))
+        st, info = _stamps(ctas, roles, smids)
+        info[:, 6] = smids if mode == "cosm" else range(ctas)
+        res = (result[:ctas].to(torch.int64) & 0xFFFFFFFF).numpy()
+        return lg.Run(st, info, res, 50.0, 0)
+
+
+def _ctx(monkeypatch, corrupt=False):
+    torch = pytest.importorskip("torch")
+    from hwkernels import harness
+
+    monkeypatch.setattr(harness, "flush_l2_cache", lambda: None)
+    dst = torch.zeros(64 * KIB * 8, dtype=torch.uint8)
+    ctx = types.SimpleNamespace(torch=torch, slot_bytes=16 * KIB * 2, clock_ghz=2.0,
+                                host=types.SimpleNamespace(cpu=dst, cuda=dst, ptr=dst.data_ptr()), local=dst,
+                                src=torch.arange(4 * 64 * KIB // 4, dtype=torch.int32).view(torch.uint8),
+                                result=torch.zeros(4, dtype=torch.int32), kernel=_FakeKernel(dst, corrupt))
+    ctx.reference = lambda ctas, load: lg.region_sums(ctx.src, ctas, load)
+    return ctx
+
+
+@pytest.mark.parametrize("variant, ctas, storers", [("main", 2, None), ("bystander", 4, 2), ("cosm", 4, None)])
+def test_runner_checks_then_keeps_samples(monkeypatch, variant, ctas, storers):
+    from hwkernels.loadgate_bench import measure_point
+
+    ctx = _ctx(monkeypatch)
+    ctx.kernel.sms = ctas // 2 if variant == "cosm" else ctas
+    pt = plan.Point(variant, ctas, 16 * KIB, 64 * KIB, storers=storers, repeats=3)
+    m = measure_point(ctx, pt)
+    assert m.ok and m.stats["load_us"].n == 3 * (2 if variant != "main" else ctas)
+    assert ("bystander_load_us" in m.stats) == (variant == "bystander")
+    assert ("flag_delay_us" in m.stats) == (variant == "cosm")
+
+
+def test_runner_fails_a_wrong_store(monkeypatch):
+    from hwkernels.loadgate_bench import measure_point
+
+    m = measure_point(_ctx(monkeypatch, corrupt=True), plan.Point("main", 2, 16 * KIB, 64 * KIB, repeats=2))
+    assert not m.ok and m.stats is None
+
+
+@pytest.mark.gpu
+def test_loadgate_kernel_on_a_gpu():
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("cupy")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    from hwkernels.pattern import torch_check, torch_poison
+
+    k = lg.LoadGateKernel(0)
+    dst = torch.empty(8 * 16 * KIB, dtype=torch.uint8, device="cuda")
+    src = torch.randint(-2**31, 2**31 - 1, (8 * 64 * KIB // 4,), dtype=torch.int32, device="cuda").view(torch.uint8)
+    result = torch.zeros(8, dtype=torch.int32, device="cuda")
+    for tma in (False, True):
+        torch_poison(dst, dst.numel())
+        r = k.run(dst.data_ptr(), 16 * KIB, src, 64 * KIB, result, 8, 8, "solo", 0, False, tma, 256)
+        assert r.err == 0 and torch_check(dst, 8, 16 * KIB, 1) == (True, 0.0)
+        assert lg.check_result(r, lg.region_sums(src, 8, 64 * KIB), 0)[0]
+        assert (lg.times(r.stamps, r.info).load_us > 0).all()
