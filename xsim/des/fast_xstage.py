@@ -52,7 +52,7 @@ def gate_closed(x, producers, g, k, p, now, q, link):
     scope: at the end of the stage's list of waiters), the drain woken to take it in."""
     stage, count, f, status, lists, _ = fluid_stage(x, g)
     if link:
-        if gate.link_open(stage, f, x.drain_i[g, DrainI.SIZE], now):
+        if gate.link_open(stage, f, status, x.drain_i[g, DrainI.SIZE], now):
             return False
         d = x.drain_i
         if d[g, DrainI.GATE_HEAD] < 0:
