@@ -55,7 +55,7 @@ def gate_closed(x, producers, g, k, p, now, q, scope):
     now), the drain woken to take it in. ``producers``: the Producers bundle (i, f)."""
     stage, count, f, status, lists, _ = fluid_stage(x, g)
     if scope == GATE_LINK or scope == GATE_FIFO:
-        if gate.link_open(stage, f, x.drain_i[g, DrainI.SIZE], now):
+        if gate.link_open(stage, f, status, x.drain_i[g, DrainI.SIZE], now):
             return False
         d, df, pi = x.drain_i, x.drain_f, producers.i
         if d[g, DrainI.GATE_HEAD] < 0:

@@ -45,18 +45,28 @@ def producer_open(stage, fluid, k, now):
 
 
 @jit
-def link_total(stage, fluid, n, now):
+def _q(fluid, status, k, now, v, cap):
+    """Producer k's q at ``now``, as :func:`xsim.des.fluid.evaluate` gives it: its anchor value unless
+    its q moves (BACKLOG, MIXED; the other modes' zero coefficients add exactly nothing)."""
+    mode = status[Status.MODE, k]
+    if mode == BACKLOG or mode == MIXED:
+        return evaluate(fluid, k, now, v, cap)[0]
+    return fluid[Fluid.Q0, k]
+
+
+@jit
+def link_total(stage, fluid, status, n, now):
     """The stage's total q at ``now`` (producers in order)."""
     v, cap, total = clock_at(stage, now), stage[Stage.CAP], 0.0
     for k in range(n):
-        total += evaluate(fluid, k, now, v, cap)[0]
+        total += _q(fluid, status, k, now, v, cap)
     return total
 
 
 @jit
-def link_open(stage, fluid, n, now):
+def link_open(stage, fluid, status, n, now):
     """The stage's total q at ``now`` is at or below the threshold."""
-    return link_total(stage, fluid, n, now) <= stage[Stage.GATE]
+    return link_total(stage, fluid, status, n, now) <= stage[Stage.GATE]
 
 
 @jit
@@ -85,7 +95,7 @@ def link_motion(stage, fluid, status, n, now):
     v, cap, level = stage[Stage.V], stage[Stage.CAP], stage[Stage.LEVEL]
     total, slope = 0.0, 0.0
     for k in range(n):
-        total += evaluate(fluid, k, now, v, cap)[0]
+        total += _q(fluid, status, k, now, v, cap)
         mode = status[Status.MODE, k]
         if mode == BACKLOG:
             slope -= level * fluid[Fluid.W, k]
@@ -138,7 +148,7 @@ def fifo_motion(stage, fluid, status, n, now):
     v, cap, level = stage[Stage.V], stage[Stage.CAP], stage[Stage.LEVEL]
     total, slope, accept = 0.0, 0.0, 0.0
     for k in range(n):
-        total += evaluate(fluid, k, now, v, cap)[0]
+        total += _q(fluid, status, k, now, v, cap)
         mode = status[Status.MODE, k]
         if mode == BACKLOG:
             slope -= level * fluid[Fluid.W, k]

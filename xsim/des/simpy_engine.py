@@ -76,7 +76,7 @@ class XStage:
         instant gives it its key)."""
         s, now, i = self.s, self.env.now, self.local[producer]
         if self._link or self._fifo:
-            if gate.link_open(s.stage, s.fluid, self.n, now):
+            if gate.link_open(s.stage, s.fluid, s.status, self.n, now):
                 return None
             if not self._link_waiting:
                 self._link_key = np.inf
