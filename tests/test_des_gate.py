@@ -90,7 +90,7 @@ def mixed_streams():
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("scope", ["producer", "link"])
+@pytest.mark.parametrize("scope", ["producer", "link", "fifo"])
 @pytest.mark.parametrize("depth", [0, 2])
 def test_no_wait_above_any_occupancy_equals_no_gate(engine, scope, depth):
     """A threshold at or above any occupancy (the stage's capacity) never holds a mainloop, and an
@@ -110,6 +110,64 @@ def test_no_wait_above_any_occupancy_equals_no_gate(engine, scope, depth):
 def test_completion_coupled_is_unaffected():
     w = workload(mixed_streams(), drain=900.0, capacity=3000.0, coupling="completion-coupled")
     assert_identical(simulate(w, "fast"), simulate(gated(w, 0.0, "link"), "fast"))
+    assert_identical(simulate(w, "fast"), simulate(gated(w, 0.0, "fifo"), "fast"))
+
+
+def late_injector():
+    """Drain 1000 B/us, no backpressure. A issues 3000 B in [1.0, 1.5] (alone: 500 B drain), so at
+    1.5 the stage holds 2500 B and its second mainloop (S = 0) waits. B issues 2000 B in [2.0, 2.5]
+    while A waits: the total q falls to 2000 B at 2.0, rises to 3500 B at 2.5, then falls at
+    1000 B/us (the drain is busy throughout: D grows at 1000 B/us from 500 B at 1.5)."""
+    streams = [[dict(mainloop=1.0, bytes=3000.0, t0=0.5), dict(mainloop=1.0)],
+               [dict(mainloop=2.0, bytes=2000.0, t0=0.5), dict(mainloop=1.0)]]
+    return workload(streams, drain=1000.0, capacity=1e7, staging_depth=0)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_fifo_ignores_bytes_accepted_later_by_hand(engine):
+    """Threshold 500 B. fifo: A waits for the 2500 B ahead of it less 500 B: (2500 - 500) / 1000 =
+    2.0 us (D reaches A(1.5) - 500 = 2500 B at 3.5); link: for the total q, B's bytes included, to
+    fall to 500 B: 5.5 us, 4.0 us. B itself waits at 2.5 with nothing accepted after it: both
+    scopes (3500 - 500) / 1000 = 3.0 us."""
+    fifo = simulate(gated(late_injector(), 500.0, "fifo"), engine).times
+    link = simulate(gated(late_injector(), 500.0, "link"), engine).times
+    np.testing.assert_allclose(fifo.issue_end[[0, 2]], [1.5, 2.5], rtol=1e-12)
+    np.testing.assert_allclose(fifo.gate_wait_us[[1, 3]], [(2500.0 - 500.0) / 1000.0, 3.0], rtol=1e-12)
+    np.testing.assert_allclose(fifo.mainloop_start[[1, 3]], [3.5, 5.5], rtol=1e-12)
+    np.testing.assert_allclose(link.gate_wait_us[[1, 3]], [4.0, 3.0], rtol=1e-12)
+    assert link.gate_wait_us[1] > fifo.gate_wait_us[1]
+    assert fifo.gate_wait_us[3] == link.gate_wait_us[3]
+    # a threshold at what is ahead of A (2500 B) lets it start at once; B still waits for 3500 - 2500
+    t = simulate(gated(late_injector(), 2500.0, "fifo"), engine).times
+    assert t.gate_wait_us[1] == 0.0 and t.mainloop_start[1] == t.issue_end[0]
+    np.testing.assert_allclose(t.gate_wait_us[3], 1.0, rtol=1e-12)
+    # at or above everything ahead of either: the run without a gate, bit for bit
+    r = simulate(gated(late_injector(), 3500.0, "fifo"), engine)
+    assert np.all(r.times.gate_wait_us == 0.0)
+    assert_identical(simulate(late_injector(), engine), r)
+
+
+def single_burst(depth):
+    """Six producers on two stages, unequal weights, one burst each with the same issue end
+    (mainloop 1 us, T_iss0 0.5 us, no backpressure), then mainloops that load and store nothing:
+    nothing is accepted after the first mainloop waits."""
+    rng = np.random.default_rng(11)
+    streams = [[dict(mainloop=1.0, bytes=float(rng.uniform(500.0, 4000.0)), t0=0.5)]
+               + [dict(mainloop=float(m)) for m in rng.uniform(0.2, 1.5, 3)] for _ in range(6)]
+    return workload(streams, drain=800.0, capacity=1e7, staging_depth=depth, gpus=[0, 1, 0, 1, 0, 0],
+                    n_xstages=2, weights=rng.uniform(0.5, 2.0, 6))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("depth", [0, 1])
+@pytest.mark.parametrize("threshold", [0.0, 700.0, 3000.0])
+def test_fifo_equals_link_without_later_injection(engine, depth, threshold):
+    """With nothing accepted after a mainloop begins to wait, what is ahead of it is the stage's
+    total q: fifo scope is link scope, bit for bit (same waits, same everything)."""
+    w = single_burst(depth)
+    fifo, link = simulate(gated(w, threshold, "fifo"), engine), simulate(gated(w, threshold, "link"), engine)
+    assert np.sum(fifo.times.gate_wait_us > 0) >= 4   # the gate holds mainloops here
+    assert_identical(fifo, link)
 
 
 def test_zero_length_mainloops_do_not_wait():
@@ -129,7 +187,7 @@ def test_per_tile_table_has_gate_wait():
 
 
 @pytest.mark.parametrize("scope, threshold", [("producer", 0.0), ("producer", 8192.0), ("link", 0.0),
-                                              ("link", 300_000.0)])
+                                              ("link", 300_000.0), ("fifo", 322_400.0)])
 def test_builders_use_the_platform_gate(scope, threshold):
     """MoE and FA+A2A mainloops load memory: the platform's gate holds them, the engines agree bit
     for bit on the full-size workloads."""

@@ -18,7 +18,8 @@ def test_gate_validates_like_simpy():
         LoadGate(-1.0)
     with pytest.raises(LoadGateError, match='"threshold_bytes"'):
         LoadGate(float("nan"))
-    with pytest.raises(LoadGateError, match='"scope" must be one of producer, link'):
+    assert LoadGate(322400.0, "fifo").scope == "fifo"
+    with pytest.raises(LoadGateError, match='"scope" must be one of producer, link, fifo'):
         LoadGate(10.0, "sm")
     assert LoadGate(math.inf).is_open and not LoadGate(1e12).is_open
 
@@ -27,6 +28,7 @@ def test_gate_json_helpers():
     assert gate_from_json(None) is None
     assert gate_from_json({"threshold_bytes": 12345.0, "scope": "link"}) == LoadGate(12345.0, "link")
     assert gate_from_json({"threshold_bytes": 7}) == LoadGate(7.0, "producer")
+    assert gate_from_json({"threshold_bytes": 9.0, "scope": "fifo"}) == LoadGate(9.0, "fifo")
     assert gate_to_json(LoadGate(5.0, "link")) == {"threshold_bytes": 5.0, "scope": "link"}
     assert gate_to_json(None) is None and gate_to_json(LoadGate(math.inf)) is None  # JSON has no infinity
     for bad, message in (([1], "must be an object or null"), ({"scope": "link"}, "missing the key"),
@@ -45,7 +47,7 @@ def test_with_gate_overrides():
         with_gate(None, scope="link")
 
 
-@pytest.mark.parametrize("gate", [None, LoadGate(0.0), LoadGate(32768.0, "link")])
+@pytest.mark.parametrize("gate", [None, LoadGate(0.0), LoadGate(32768.0, "link"), LoadGate(322400.0, "fifo")])
 def test_profile_round_trip(tmp_path, gate):
     platform = dataclasses.replace(toy_platform(), load_gate=gate)
     path = tmp_path / "p.json"
@@ -69,6 +71,7 @@ def test_platform_overrides_set_the_gate():
     assert p.load_gate == LoadGate(4096.0, "link") and p.status == "override"
     assert p.provenance["overridden"] == ["load_gate_bytes", "load_gate_scope"]
     assert p.with_overrides(load_gate_scope="producer").load_gate == LoadGate(4096.0, "producer")
+    assert p.with_overrides(load_gate_scope="fifo").load_gate == LoadGate(4096.0, "fifo")
     with pytest.raises(ProfileError, match="needs a threshold"):
         toy_platform().with_overrides(load_gate_scope="link")
 
@@ -87,6 +90,8 @@ def test_cli_asks_what_if_the_gate_were(capsys):
     assert gated["stall_us"]["mean"] > 0.0 and gated["kernel_us"]["mean"] > base["kernel_us"]["mean"]
     link = _fa_json(capsys, "--load-gate-bytes", "0", "--load-gate-scope", "link")
     assert link["kernel_us"]["mean"] >= gated["kernel_us"]["mean"]   # the whole link drains, not one CTA
+    fifo = _fa_json(capsys, "--load-gate-bytes", "0", "--load-gate-scope", "fifo")
+    assert base["kernel_us"]["mean"] < fifo["kernel_us"]["mean"] <= link["kernel_us"]["mean"]
     assert _fa_json(capsys, "--load-gate-bytes", "none") == base
 
 

@@ -7,7 +7,11 @@ that: before such a mainloop starts, its producer waits until the occupancy it s
 below ``threshold_bytes``:
 
 - ``scope = "producer"``: the producer's own undrained bytes (its q in the fluid X-Stage);
-- ``scope = "link"``: the whole X-Stage's undrained bytes (every producer of the source GPU).
+- ``scope = "link"``: the whole X-Stage's undrained bytes (every producer of the source GPU);
+- ``scope = "fifo"``: the bytes that were ahead of the mainloop when it began to wait: it waits
+  until the stage has drained all but ``threshold_bytes`` of what it had accepted by then
+  (cumulative drained >= cumulative accepted at that instant - threshold); bytes accepted later,
+  by any producer, do not hold it. With nothing accepted while it waits this is scope "link".
 
 ``threshold_bytes = 0`` with scope ``producer`` is "wait for my own stores to drain"; an
 infinite threshold is the model without a gate. The engines apply it to the tiles of a
@@ -21,7 +25,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-SCOPES = ("producer", "link")
+SCOPES = ("producer", "link", "fifo")
 
 
 class LoadGateError(ValueError):
@@ -33,7 +37,7 @@ class LoadGate:
     """A mainloop that loads memory starts once the occupancy of ``scope`` is <= ``threshold_bytes``."""
 
     threshold_bytes: float
-    scope: str = "producer"
+    scope: str = "producer"   # one of SCOPES
 
     def __post_init__(self) -> None:
         value = self.threshold_bytes

@@ -30,7 +30,7 @@ from xsim.des import event_queue, fast_resources, fast_roles, fast_state, fast_x
     layout, min_tree, water_fill
 from xsim.des.event_queue import URGENT, Entry, peek, ring_push, take
 from xsim.des.fast_roles import ISS_DRAINED, issuer_run, mma_run
-from xsim.des.fast_state import (GATE_LINK, K_DRAIN, K_DRAINED, K_ISSUER, K_MMA, K_SLOT_PUT, K_STORE_GET,
+from xsim.des.fast_state import (K_DRAIN, K_DRAINED, K_ISSUER, K_MMA, K_SLOT_PUT, K_STORE_GET,
                                  K_STORE_PUT, K_WAKE, N_TIMES, SLEEP_WAKE_ONLY, CounterI, DrainF, DrainI, ProducerI,
                                  TileI, initial_state)
 from xsim.des.fast_xstage import INF, drain_turn, fire_condition
@@ -67,7 +67,7 @@ def _process(kind, arg, gen, now, s):
     elif kind == K_WAKE and (gen != x.drain_i[arg, DrainI.GEN] or x.drain_i[arg, DrainI.SLEEP] != SLEEP_WAKE_ONLY):
         if gen == x.drain_i[arg, DrainI.GEN]:  # else a stale wake: the drain has run since
             fire_condition(x.drain_i, arg, now, s.queue)
-    elif drain_turn(x, s.tiles, pi, arg, now, s.queue, s.tracing, s.gate == GATE_LINK):  # K_DRAIN, or a wake of a drain asleep on it
+    elif drain_turn(x, s.tiles, s.producers, arg, now, s.queue, s.tracing, s.gate):  # K_DRAIN, or a wake of a drain asleep on it
         return arg
     return -1
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from xsim.des.event_queue import succeed, timeout
 from xsim.des.fast_resources import counter_signal, counter_wait, fifo_get, slot_get
-from xsim.des.fast_state import (DR_PROCESSED, DR_SCHEDULED, GATE_LINK, GATE_NONE, K_DRAINED, K_ISSUER, K_MMA,
+from xsim.des.fast_state import (DR_PROCESSED, DR_SCHEDULED, GATE_NONE, K_DRAINED, K_ISSUER, K_MMA,
                                  K_SLOT_PUT, K_STORE_PUT, ProducerF, ProducerI, TileF, TileI)
 from xsim.des.fast_xstage import gate_closed, inject
 from xsim.des.jit import inline, jit
@@ -56,8 +56,8 @@ def mma_run(s, p, now):
                 return
             pf[p, ProducerF.SLOT_AT] = now
             pi[p, ProducerI.MMA_PC] = MMA_GATE
-            if gate_closed(s.xstages, pi, pi[p, ProducerI.GPU], pi[p, ProducerI.COLUMN], p, now, q,
-                           s.gate == GATE_LINK):
+            if gate_closed(s.xstages, s.producers, pi[p, ProducerI.GPU], pi[p, ProducerI.COLUMN], p, now, q,
+                           s.gate):
                 return
         elif pc == MMA_GATE:
             tf[TileF.GATE_WAIT, i] = now - pf[p, ProducerF.SLOT_AT]

@@ -52,7 +52,7 @@ INT_MAX = np.iinfo(np.int64).max
 # what a queue entry does when it is processed (its argument: a producer, a tile or a stage)
 (K_MMA, K_ISSUER, K_STORE_PUT, K_STORE_GET, K_SLOT_PUT, K_DRAINED, K_WAKE, K_DRAIN) = range(8)
 # the load gate the workload's mainloops wait at (State.gate)
-GATE_NONE, GATE_PRODUCER, GATE_LINK = range(3)
+GATE_NONE, GATE_PRODUCER, GATE_LINK, GATE_FIFO = range(4)
 
 # per tile: TileTimes' fields in order (the results), the drain mark, the workload's float columns
 TileF = layout("TileF", "MAINLOOP_START MAINLOOP_END ISSUE_START ISSUE_END DRAIN_END STALL DEP_WAIT GATE_WAIT "
@@ -67,19 +67,22 @@ DR_NONE, DR_SCHEDULED, DR_PROCESSED = range(3)
 # (tile numbers HEAD .. TAIL); the epilogue role's program counter, tile, whether it waits for a
 # tile, tiles done; the next producer waiting on the same counter and its threshold; its latest
 # remote tile and the tile whose drained event it waits on; the next producer waiting at the same
-# link-scope load gate
+# link- or fifo-scope load gate
 ProducerI = layout("ProducerI", "FIRST END GPU COLUMN MMA_PC MMA_TILE MMA_WAITS_SLOT SLOTS FIFO_HEAD FIFO_TAIL "
                                 "ISS_PC ISS_TILE ISS_WAITS_TILE ISS_DONE WAIT_NEXT WAIT_VALUE LAST_REMOTE EVENT "
                                 "GATE_NEXT")
-ProducerF = layout("ProducerF", "READY DEPS_MET SLOT_AT")  # when the compute role got ready, met deps, got a slot
+# when the compute role got ready, met deps, got a slot; the stage's accepted bytes (since its
+# anchor, xsim.des.gate) when its mainloop began to wait at a fifo-scope gate
+ProducerF = layout("ProducerF", "READY DEPS_MET SLOT_AT GATE_ACC")
 CounterI = layout("CounterI", "VALUE HEAD TAIL MIN_WAIT")   # waiting producers HEAD .. TAIL
 # per stage: the time and total of the last q(t) point; the drain's pending timeout (inf: none);
-# when the total q reaches a link-scope load gate's threshold
-DrainF = layout("DrainF", "TRACE_T TRACE_Q TIMER GATE_KEY")
+# when the total q reaches a link-scope load gate's threshold (fifo scope: the head waiter's
+# target); fifo scope: bytes accepted since the anchor at the last turn, that turn's time, the rate since
+DrainF = layout("DrainF", "TRACE_T TRACE_Q TIMER GATE_KEY ACC ACC_T ACC_RATE")
 # per stage: the drain's generation (a wake of an older one is stale), how it sleeps (SLEEP_*),
 # whether its (timeout | wake) condition is pending, whether it was woken this instant; the
 # stage's columns BASE .. BASE + SIZE; the key SimPy would give its timer; the producers waiting
-# at a link-scope load gate, GATE_HEAD .. GATE_TAIL (linked through ProducerI.GATE_NEXT; -1: none)
+# at a link- or fifo-scope load gate, GATE_HEAD .. GATE_TAIL (linked through ProducerI.GATE_NEXT; -1: none)
 DrainI = layout("DrainI", "GEN SLEEP COND WOKEN SIZE BASE TIMER_KEY GATE_HEAD GATE_TAIL")
 SLEEP_WAKE_ONLY, SLEEP_COND = 1, 2   # the drain sleeps on its wake event / on (timeout | wake)
 # per column: its producer, the tile it issues (-1: none), its FIFO of drain marks (tiles)
@@ -116,7 +119,7 @@ class State(NamedTuple):
     queue: Queue
     coupled: bool         # completion-coupled: the issuer waits for each tile's last byte
     tracing: bool         # record the q(t) breakpoints
-    gate: int             # the load gate mainloops wait at: GATE_NONE, GATE_PRODUCER or GATE_LINK
+    gate: int             # the load gate mainloops wait at: GATE_NONE, GATE_PRODUCER, GATE_LINK or GATE_FIFO
 
 
 @inline
@@ -185,5 +188,6 @@ def initial_state(w: Workload, trace: bool) -> State:
     counters[:, CounterI.HEAD] = counters[:, CounterI.TAIL] = -1
     counters[:, CounterI.MIN_WAIT] = INT_MAX
     queue = event_queue.empty(8 * w.n_producers + 8 * len(w.xstages) + 1024)  # a few per process, with room
-    gate = GATE_NONE if w.gate is None else (GATE_LINK if w.gate.scope == "link" else GATE_PRODUCER)
+    scopes = {"producer": GATE_PRODUCER, "link": GATE_LINK, "fifo": GATE_FIFO}
+    gate = GATE_NONE if w.gate is None else scopes[w.gate.scope]
     return State(_tiles(w), _producers(w, x), counters, x, queue, w.coupling == "completion-coupled", trace, gate)

@@ -8,7 +8,8 @@ nothing was missed). Each producer's drain marks are a FIFO linked through its t
 (``TileI.MARK_NEXT``; the mark itself in ``TileF.MARK``). The load gate (:mod:`xsim.des.gate`):
 :func:`gate_closed` registers a mainloop that must wait; the drain's turn releases producer-scope
 waiters whose gate key is due (they are among the due producers) and, after the water-fill,
-link-scope waiters once the stage's total q reaches the threshold.
+link-scope waiters once the stage's total q reaches the threshold, fifo-scope waiters (the same
+list, with the stage's accepted bytes when each began to wait) once they reach their target.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ import math
 
 from xsim.des import fluid, gate
 from xsim.des.event_queue import NORMAL, new_key, succeed
-from xsim.des.fast_state import (DR_SCHEDULED, K_DRAIN, K_DRAINED, K_ISSUER, K_MMA, K_WAKE, SLEEP_COND,
-                                 SLEEP_WAKE_ONLY, Column, DrainF, DrainI, ProducerI, TileF, TileI, fluid_stage)
+from xsim.des.fast_state import (DR_SCHEDULED, GATE_FIFO, GATE_LINK, GATE_PRODUCER, K_DRAIN, K_DRAINED, K_ISSUER,
+                                 K_MMA, K_WAKE, SLEEP_COND, SLEEP_WAKE_ONLY, Column, DrainF, DrainI, ProducerF,
+                                 ProducerI, TileF, TileI, fluid_stage)
 from xsim.des.fluid_state import Fluid, List, Stage
 from xsim.des.jit import inline, jit
 from xsim.des.water_fill import flows
@@ -46,21 +48,27 @@ def _wake(x, g, now, q):
 
 
 @jit
-def gate_closed(x, producers, g, k, p, now, q, link):
+def gate_closed(x, producers, g, k, p, now, q, scope):
     """XStage.gate: False if producer p (local column k of stage g) may start its mainloop now;
-    else True, and it waits (producer scope: a gate key at the drain's next water-fill; link
-    scope: at the end of the stage's list of waiters), the drain woken to take it in."""
+    else True, and it waits (producer scope: a gate key at the drain's next water-fill; link and
+    fifo scope: at the end of the stage's list of waiters, fifo with the stage's accepted bytes
+    now), the drain woken to take it in. ``producers``: the Producers bundle (i, f)."""
     stage, count, f, status, lists, _ = fluid_stage(x, g)
-    if link:
+    if scope == GATE_LINK or scope == GATE_FIFO:
         if gate.link_open(stage, f, x.drain_i[g, DrainI.SIZE], now):
             return False
-        d = x.drain_i
+        d, df, pi = x.drain_i, x.drain_f, producers.i
         if d[g, DrainI.GATE_HEAD] < 0:
-            x.drain_f[g, DrainF.GATE_KEY] = INF
+            df[g, DrainF.GATE_KEY] = INF
+            if scope == GATE_FIFO:  # the anchor: no one waits before this one
+                df[g, DrainF.ACC], df[g, DrainF.ACC_T], df[g, DrainF.ACC_RATE] = 0.0, now, 0.0
             d[g, DrainI.GATE_HEAD] = p
         else:
-            producers[d[g, DrainI.GATE_TAIL], ProducerI.GATE_NEXT] = p
-        d[g, DrainI.GATE_TAIL], producers[p, ProducerI.GATE_NEXT] = p, -1
+            pi[d[g, DrainI.GATE_TAIL], ProducerI.GATE_NEXT] = p
+        d[g, DrainI.GATE_TAIL], pi[p, ProducerI.GATE_NEXT] = p, -1
+        if scope == GATE_FIFO:
+            producers.f[p, ProducerF.GATE_ACC] = gate.fifo_acc(df[g, DrainF.ACC], df[g, DrainF.ACC_T],
+                                                               df[g, DrainF.ACC_RATE], now)
     else:
         if gate.producer_open(stage, f, k, now):
             return False
@@ -70,10 +78,10 @@ def gate_closed(x, producers, g, k, p, now, q, link):
 
 
 @inline
-def _settle(x, tiles, producers, g, now, q, link):
+def _settle(x, tiles, producers, g, now, q, scope):
     """XStage._settle: issue ends in producer order, then each producer's due drain marks, then
-    its load gate; flows; then a link-scope gate. Only producers with an event due now can end an
-    issue, pass a mark or reach a producer-scope gate: the due list."""
+    its load gate; flows; then a link- or fifo-scope gate. Only producers with an event due now
+    can end an issue, pass a mark or reach a producer-scope gate: the due list."""
     s = fluid_stage(x, g)  # the stage's arrays, by local column
     stage, _, fluid_g, status_g, _, _ = s
     base, n = x.drain_i[g, DrainI.BASE], x.drain_i[g, DrainI.SIZE]
@@ -101,22 +109,49 @@ def _settle(x, tiles, producers, g, now, q, link):
             tile = ti[TileI.MARK_NEXT, tile]
         col[Column.MARK_HEAD, k] = tile
         f[Fluid.MARK, k] = tf[TileF.MARK, tile] if tile >= 0 else INF
-    if stage[Stage.GATE] < INF and not link:
+    if scope == GATE_PRODUCER and stage[Stage.GATE] < INF:
         for j in range(due):
             local = x.lists[List.DUE, base + j]
             if gate.producer_due(stage, fluid_g, status_g, local, now):
                 succeed(q, now, K_MMA, col[Column.PRODUCER, base + local], 0)
     flows(*s, n, now, False)
     d = x.drain_i
-    if link and d[g, DrainI.GATE_HEAD] >= 0:
+    if scope == GATE_LINK and d[g, DrainI.GATE_HEAD] >= 0:
         released, x.drain_f[g, DrainF.GATE_KEY] = gate.link_turn(stage, fluid_g, status_g, n, now,
                                                                  x.drain_f[g, DrainF.GATE_KEY])
         if released:
             p = d[g, DrainI.GATE_HEAD]
             while p >= 0:
                 succeed(q, now, K_MMA, p, 0)
-                p = producers[p, ProducerI.GATE_NEXT]
+                p = producers.i[p, ProducerI.GATE_NEXT]
             d[g, DrainI.GATE_HEAD] = d[g, DrainI.GATE_TAIL] = -1
+    elif scope == GATE_FIFO and d[g, DrainI.GATE_HEAD] >= 0:
+        _fifo_turn(x, producers, g, n, now, q)
+
+
+@inline
+def _fifo_turn(x, producers, g, n, now, q):
+    """XStage._fifo_turn: advance the stage's accepted bytes, release the waiters at their target
+    from the head (in the order they began to wait), key the new head."""
+    stage, _, fluid_g, status_g, _, _ = fluid_stage(x, g)
+    d, df, pi, pf = x.drain_i, x.drain_f, producers.i, producers.f
+    acc = gate.fifo_acc(df[g, DrainF.ACC], df[g, DrainF.ACC_T], df[g, DrainF.ACC_RATE], now)
+    total, slope, accept = gate.fifo_motion(stage, fluid_g, status_g, n, now)
+    df[g, DrainF.ACC], df[g, DrainF.ACC_T], df[g, DrainF.ACC_RATE] = acc, now, accept
+    p = d[g, DrainI.GATE_HEAD]
+    excess = gate.fifo_excess(stage, total, acc, pf[p, ProducerF.GATE_ACC])
+    bound = gate.fifo_bound(excess, df[g, DrainF.GATE_KEY], now)
+    while excess <= bound:
+        succeed(q, now, K_MMA, p, 0)
+        p = pi[p, ProducerI.GATE_NEXT]
+        if p < 0:
+            break
+        excess = gate.fifo_excess(stage, total, acc, pf[p, ProducerF.GATE_ACC])
+    d[g, DrainI.GATE_HEAD], df[g, DrainF.GATE_KEY] = p, INF
+    if p < 0:
+        d[g, DrainI.GATE_TAIL] = -1
+    else:
+        df[g, DrainF.GATE_KEY] = gate.fifo_key(now, excess, slope, accept)
 
 
 @jit
@@ -144,13 +179,13 @@ def pairwise_sum(a, lo, n):
 
 
 @inline
-def drain_turn(x, tiles, producers, g, now, q, tracing, link):
+def drain_turn(x, tiles, producers, g, now, q, tracing, scope):
     """One turn of XStage.drain's loop: advance, settle, q breakpoint, then sleep until the next
-    fluid event or link-scope gate crossing (a timer) or a wake. Returns True if the q(t) trace
-    got a new breakpoint."""
+    fluid event or link- or fifo-scope gate crossing (a timer) or a wake. Returns True if the q(t)
+    trace got a new breakpoint."""
     d, df = x.drain_i, x.drain_f
     fluid.advance(x.stage[g], now)
-    _settle(x, tiles, producers, g, now, q, link)
+    _settle(x, tiles, producers, g, now, q, scope)
     stage, count, f, _, lists, trees = fluid_stage(x, g)
     point = False
     if tracing:
@@ -162,7 +197,7 @@ def drain_turn(x, tiles, producers, g, now, q, tracing, link):
     d[g, DrainI.GEN] += 1
     d[g, DrainI.WOKEN], d[g, DrainI.COND] = 0, 0
     dt = fluid.next_event(stage, f, trees, d[g, DrainI.SIZE], now, False)
-    if link and d[g, DrainI.GATE_HEAD] >= 0:
+    if scope >= GATE_LINK and d[g, DrainI.GATE_HEAD] >= 0:  # link or fifo
         dt = min(dt, max(df[g, DrainF.GATE_KEY] - now, 0.0))
     if dt == INF:
         d[g, DrainI.SLEEP], df[g, DrainF.TIMER] = SLEEP_WAKE_ONLY, INF

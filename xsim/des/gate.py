@@ -12,6 +12,12 @@ instant the occupancy reaches the threshold:
 - **link scope**: one stage-level key in time. Between two drain turns every rate is
   constant, so the total q is linear in time; each turn computes it and its slope
   (:func:`link_motion`, every producer in order) and the time it reaches the threshold.
+- **fifo scope**: a mainloop that begins to wait at t0 waits for the bytes that were ahead of
+  it, less the threshold: until the stage's cumulative drained bytes D(t) reach A(t0) - G (A:
+  cumulative accepted bytes, G: the threshold). Since A = D + q, that is ``q(t) - (A(t) -
+  A(t0)) <= G``: the link scope's total q less what was accepted since t0. Its *excess*
+  (:func:`fifo_excess`, > 0 while it waits) falls at the drain rate, so like link scope it is
+  one stage-level crossing key per turn (:func:`fifo_motion`, :func:`fifo_key`).
 
 Checking the gate never moves the stage (:func:`clock_at` evaluates the clock without storing
 it), so a mainloop that passes at once leaves every result exactly as without a gate.
@@ -21,7 +27,7 @@ from __future__ import annotations
 import math
 
 from xsim.des.fluid import evaluate, threshold_v, tol_t, touch
-from xsim.des.fluid_state import BACKLOG, MIXED, Fluid, Stage, Status
+from xsim.des.fluid_state import BACKLOG, FULL, MIXED, PASS, Fluid, Stage, Status
 from xsim.des.jit import jit
 
 
@@ -100,3 +106,75 @@ def link_turn(stage, fluid, status, n, now, key):
     if slope < 0.0:
         return False, now + (total - gate) / -slope
     return False, math.inf
+
+
+# ---- fifo scope ---------------------------------------------------------------------------------
+# The stage's accepted bytes are kept relative to an anchor set when a mainloop begins to wait at
+# an empty list of waiters ("acc": bytes accepted since then). Between two drain turns every rate
+# is constant, so acc is linear: each turn adds (its rate since the last turn) x (the time since)
+# and takes the rate for the next interval from the fluid after the water-fill. A waiter keeps
+# acc at the instant it began to wait. acc is non-decreasing, so the waiters' targets are in the
+# order they began to wait: the list is a FIFO whose head holds the earliest target, and one key,
+# the head's crossing, is all a turn needs. Rounding: acc grows only by the bytes accepted while
+# someone waits (the anchor moves each time the list empties), each turn adding one rounding of
+# about 1.1e-16 x acc, so the targets are exact to ~1e-16 x turns x bytes accepted since the
+# anchor: with 1e5 turns and 1e8 B, ~2e-3 B, ~4e-8 us of drain at 50 GB/s; a crossing within
+# tol_t (1e-12 relative in time) is due, as for every other key.
+
+
+@jit
+def fifo_acc(acc, acc_t, acc_rate, now):
+    """Bytes accepted since the anchor at ``now``: ``acc`` at ``acc_t`` (the last turn), then
+    ``acc_rate`` (constant until the next turn). Adds exactly nothing at ``now == acc_t``."""
+    return acc + acc_rate * (now - acc_t)
+
+
+@jit
+def fifo_motion(stage, fluid, status, n, now):
+    """(total q, its rate of change, the rate at which the stage accepts bytes) from ``now`` at the
+    current level (the stage advanced to ``now``, after the water-fill): total and slope as
+    :func:`link_motion` computes them; a MIXED or PASS issuer accepts at r, a FULL one at L w
+    (it injects what drains)."""
+    v, cap, level = stage[Stage.V], stage[Stage.CAP], stage[Stage.LEVEL]
+    total, slope, accept = 0.0, 0.0, 0.0
+    for k in range(n):
+        total += evaluate(fluid, k, now, v, cap)[0]
+        mode = status[Status.MODE, k]
+        if mode == BACKLOG:
+            slope -= level * fluid[Fluid.W, k]
+        elif mode == MIXED:
+            slope += fluid[Fluid.RATE, k] - level * fluid[Fluid.W, k]
+            accept += fluid[Fluid.RATE, k]
+        elif mode == FULL:
+            accept += level * fluid[Fluid.W, k]
+        elif mode == PASS:
+            accept += fluid[Fluid.RATE, k]
+    return total, slope, accept
+
+
+@jit
+def fifo_excess(stage, total, acc, acc_waiter):
+    """How far a waiter that began to wait at accepted bytes ``acc_waiter`` is above its target
+    (> 0: it waits): the total q less the bytes accepted since, less the threshold. With nothing
+    accepted since (``acc == acc_waiter``) it is exactly link scope's ``total - threshold``."""
+    return (total - (acc - acc_waiter)) - stage[Stage.GATE]
+
+
+@jit
+def fifo_bound(excess_head, key, now):
+    """The excess up to which waiters are released at this turn, given the head's: 0 (those at
+    or below their target), or the head's own excess if the previous turn's crossing ``key`` is
+    due (rounding left it a hair above: it and every waiter with the same target go)."""
+    if key <= now + tol_t(now):
+        return max(excess_head, 0.0)
+    return 0.0
+
+
+@jit
+def fifo_key(now, excess, slope, accept):
+    """The time the head's excess reaches 0: it falls at the drain rate ``accept - slope``
+    (inf if nothing drains)."""
+    rate = accept - slope
+    if rate > 0.0:
+        return now + excess / rate
+    return math.inf

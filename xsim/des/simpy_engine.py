@@ -41,10 +41,13 @@ class XStage:
         self._marks: list[list] = [[] for _ in range(n)]  # FIFO of (mark, event) per producer
         self._issued: list = [None] * n
         self._link = gate_scope == "link"
-        self._own_gate = not self._link and gate_bytes < np.inf  # producer scope: a gate key per producer
+        self._fifo = gate_scope == "fifo"
+        self._own_gate = gate_scope == "producer" and gate_bytes < np.inf  # a gate key per producer
         self._gated: list = [None] * n   # producer scope: the event a waiting mainloop yields
-        self._link_waiting: list = []    # link scope: the waiting mainloops' events, in order
-        self._link_key = np.inf          # link scope: when the total q reaches the threshold
+        self._link_waiting: list = []    # link scope: the waiting mainloops' events, in order;
+        #                                  fifo scope: (accepted bytes when it began, event), in order
+        self._link_key = np.inf          # link, fifo scope: when the total q (the head's excess) reaches it
+        self._acc = (0.0, 0.0, 0.0)      # fifo scope: bytes accepted since the anchor, at, rate since
         self.trace_t: list[float] | None = [0.0] if trace else None
         self.trace_q: list[float] = [0.0]
         self._wake = env.event()
@@ -72,13 +75,15 @@ class XStage:
         threshold now, else the event that fires when it gets there (the drain's turn at this
         instant gives it its key)."""
         s, now, i = self.s, self.env.now, self.local[producer]
-        if self._link:
+        if self._link or self._fifo:
             if gate.link_open(s.stage, s.fluid, self.n, now):
                 return None
             if not self._link_waiting:
                 self._link_key = np.inf
+                if self._fifo:
+                    self._acc = (0.0, now, 0.0)  # the anchor: no one waits before this one
             event = self.env.event()
-            self._link_waiting.append(event)
+            self._link_waiting.append((gate.fifo_acc(*self._acc, now), event) if self._fifo else event)
         else:
             if gate.producer_open(s.stage, s.fluid, i, now):
                 return None
@@ -115,7 +120,9 @@ class XStage:
                 self._gated[i], event = None, self._gated[i]
                 event.succeed()
         self._flows()
-        if self._link_waiting:
+        if self._fifo and self._link_waiting:
+            self._fifo_turn(now)
+        elif self._link_waiting:
             released, self._link_key = gate.link_turn(s.stage, x, s.status, self.n, now, self._link_key)
             if released:
                 self._link_waiting, waiting = [], self._link_waiting
@@ -127,6 +134,22 @@ class XStage:
             if now > self.trace_t[-1] or total != self.trace_q[-1]:
                 self.trace_t.append(now)
                 self.trace_q.append(total)
+
+    def _fifo_turn(self, now: float) -> None:
+        """After the water-fill, with mainloops waiting at a fifo-scope gate: advance the accepted
+        bytes, release the waiters at their target (in the order they began to wait), key the head."""
+        s, waiting = self.s, self._link_waiting
+        acc = gate.fifo_acc(*self._acc, now)
+        total, slope, accept = gate.fifo_motion(s.stage, s.fluid, s.status, self.n, now)
+        self._acc = (acc, now, accept)
+        excess = gate.fifo_excess(s.stage, total, acc, waiting[0][0])
+        bound = gate.fifo_bound(excess, self._link_key, now)
+        while excess <= bound:
+            waiting.pop(0)[1].succeed()
+            if not waiting:
+                break
+            excess = gate.fifo_excess(s.stage, total, acc, waiting[0][0])
+        self._link_key = gate.fifo_key(now, excess, slope, accept) if waiting else np.inf
 
     def drain(self):
         """The drain process: sleep until the next fluid event or a new issuer."""
