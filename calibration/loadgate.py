@@ -139,7 +139,7 @@ def points(rs: RecordSet) -> list[GatePoint]:
         key += "_rerun" if rerun and v not in LATE_VARIANTS else ""
         out.append(GatePoint(key, _group(p, rerun), shape, who, stat, _stats(r, stat), base, r.where))
         if v == "bystander":
-            out.append(GatePoint(key + "_bystanders", "rerun" if rerun else "loaders", shape, "loaders", "bystander_load_us",
+            out.append(GatePoint(key + "_bystanders", "loaders", shape, "loaders", "bystander_load_us",
                                  _stats(r, "bystander_load_us"), base_of(r, "main", "load_us"), r.where))
     return out
 
