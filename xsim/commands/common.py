@@ -35,7 +35,8 @@ def add_platform_options(parser) -> None:
                        help="load gate threshold: a mainloop that loads memory starts once the occupancy is <= this "
                             "(none: no gate)")
     group.add_argument("--load-gate-scope", choices=SCOPES,
-                       help="whose occupancy the load gate sees: the producer's own bytes or the whole link's")
+                       help="whose occupancy the load gate sees: the producer's own bytes, the whole link's, or "
+                            "(fifo) the link's bytes that were ahead of the mainloop when it began to wait")
 
 
 def parse_gate_bytes(text: str) -> float:
