@@ -1,6 +1,6 @@
 """Runner: the load-gate microbenchmark on one GPU, one record per point (experiment ``loadgate``).
 
-    python -m hwkernels.loadgate_bench --out RECORDS.jsonl [--suite full|quick] [--traces FILE.npz]
+    python -m hwkernels.loadgate_bench --out RECORDS.jsonl [--suite full|quick|late] [--traces FILE.npz]
                                        [--log FILE]
 
 Each point goes through the shared harness: poison the host (or local) slot this launch writes and
