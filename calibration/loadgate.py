@@ -6,13 +6,19 @@ time a load phase that follows posted host stores. Each timed point becomes a
 and the load phase's own length without stores (``base_us``, the B = 0 point of the same launch
 shape). The DES predicts the load phase as gate wait + ``base_us``.
 
-One parameter set per platform: for each scope ("producer", "link") the threshold that
-minimises the relative error of the median load phase on the fit set (the ``main`` ld.v4
-points at K in :data:`FIT_CTAS`; a coarse log grid, then a bounded scalar search), and the
-scope with the smaller error is kept. Everything else is held out: K = 1 and 66, the gap
-sweep, bulk (tma) loads, the storing CTAs of the bystander points. Two more groups are
-reported, never fitted: CTAs that loaded without storing (bystanders, co-resident loaders),
-and the controls (stores into local HBM, a fence before the loads), where no gate applies.
+One parameter set per platform: for each scope of :data:`xsim.load_gate.SCOPES` the threshold
+that minimises the relative error of the median load phase on the fit set (a coarse log grid,
+then a bounded scalar search), and the scope with the smaller error is kept. The fit set: the
+``main`` ld.v4 points at K in :data:`FIT_CTAS` ("fit") plus the ``late`` points that tell the
+scopes apart ("fit-late": set A of 66 storing CTAs, ld.v4, L = 256 KiB, set C's delay in
+:data:`FIT_LATE_DELAYS_US`). Everything else is held out: K = 1 and 66, the gap sweep, bulk
+(tma) loads, the storing CTAs of the bystander points, the other late and stream points
+("heldout-late": delay 5 us, 33 storers, L = 64 KiB, tma, stream; "heldout-late-none": set C
+stored nothing). Three more groups are reported, never fitted: CTAs that loaded without storing
+(bystanders, co-resident loaders, a late point whose set A stored nothing), the controls (stores
+into local HBM, a fence before the loads), where no gate applies, and "rerun" (points of the
+old suite measured again in a late run, beside it). A point's B = 0 reference is from the same
+commit (the same run).
 """
 
 from __future__ import annotations
@@ -29,10 +35,15 @@ from xsim.platform import Platform
 
 EXPERIMENT = "loadgate"
 FIT_CTAS = (16, 132)
+LATE_VARIANTS = ("late", "stream")
+FIT_GROUPS = ("fit", "fit-late")
+FIT_LATE_DELAYS_US = (2.0, 10.0, 20.0)
 GRID_BYTES = tuple(float(x) for x in np.geomspace(1e3, 8e6, 43))
 METHOD = ("per scope, the threshold minimising the RMS relative error of the DES's median load phase (gate wait + "
           "the B = 0 point's load phase) on the fit set: 43-point log grid 1 kB..8 MB, then bounded Brent search "
           "between the best grid point's neighbours; the scope with the smaller error is kept (calibration/loadgate.py)")
+FIT_SET = (f"main variant, ld.v4 loads, K in {list(FIT_CTAS)}, B > 0; late variant, 66 storers, ld.v4, L = 256 KiB, "
+           f"B > 0, set C's bytes > 0, delay in {list(FIT_LATE_DELAYS_US)} us")
 
 
 @dataclass(frozen=True)
@@ -54,8 +65,22 @@ def _stats(rec: Record, name: str) -> tuple:
     return float(s["median"]), float(s["p90"]), float(s["max"])
 
 
-def _group(p: dict) -> str:
+def _late_group(p: dict) -> str:
+    if p["burst_bytes"] == 0:
+        return "loaders"
+    if p["late_bytes"] == 0:
+        return "heldout-late-none"
+    fit = p["variant"] == "late" and p["producers"] == 66 and p["load"] == "ld.v4" and p["load_bytes"] == 256 * 1024 \
+        and p["late_delay_us"] in FIT_LATE_DELAYS_US
+    return "fit-late" if fit else "heldout-late"
+
+
+def _group(p: dict, rerun: bool = False) -> str:
     v = p["variant"]
+    if v in LATE_VARIANTS:
+        return _late_group(p)
+    if rerun:
+        return "rerun"
     if v in ("local", "fence"):
         return "controls"
     if v == "main" and p["load"] == "ld.v4":
@@ -73,24 +98,30 @@ def points(rs: RecordSet) -> list[GatePoint]:
     index = {}
     for r in recs:
         p = r.params
-        index[(p["variant"], p["ctas"], p["burst_bytes"], p["load_bytes"], p["load"], p["gap_us"])] = r
+        index.setdefault(_ref_key(r, p["variant"], p["burst_bytes"], p.get("late_bytes", 0)), r)
+    late_runs = {r.data.get("commit") for r in recs if r.params["variant"] in LATE_VARIANTS}
 
     def base_of(r: Record, variant: str, stat: str) -> tuple:
         p = r.params
-        ref = index.get((variant, p["ctas"], 0, p["load_bytes"], p["load"], 0.0))
+        ref = index.get(_ref_key(r, variant, 0, 0))
         if ref is None:
-            raise RecordError(f"{r.where}: no B = 0 {variant} point for K={p['ctas']}, L={p['load_bytes']}")
+            raise RecordError(f"{r.where}: no B = 0 {variant} point for K={p['ctas']}, L={p['load_bytes']}"
+                              f" at commit {r.data.get('commit')}")
         return _stats(ref, stat)
 
     out = []
     for r in recs:
         p = r.params
         b, k, v = p["burst_bytes"], p["ctas"], p["variant"]
-        if b == 0:
+        if b == 0 and p.get("late_bytes", 0) == 0:
             continue
         threads = int(p.get("threads", 256))
-        base_variant = {"fence": "fence", "cosm": "cosm"}.get(v, "main")
-        if v == "cosm":
+        base_variant = {"fence": "fence", "cosm": "cosm", "late": "late", "stream": "late"}.get(v, "main")
+        if v in LATE_VARIANTS:
+            stat, who = "load_us", "storers"
+            shape = Shape(p["producers"], b, threads=threads, late_ctas=p["late_ctas"], late_bytes=p["late_bytes"],
+                          late_delay_us=p["late_delay_us"], late_bursts=p["late_bursts"], late_spin_us=p["late_spin_us"])
+        elif v == "cosm":
             stat, who = "after_issue_us", "loaders"
             shape = Shape(k // 2, b, loaders=k - k // 2, storers_load=False, threads=threads)
         elif v == "bystander":
@@ -102,12 +133,28 @@ def points(rs: RecordSet) -> list[GatePoint]:
         base = base_of(r, base_variant, stat)
         shape = Shape(**{**vars(shape), "base_us": base[0]})
         key = f"{v}_K{k}_B{b // 1024}K_L{p['load_bytes'] // 1024}K" + (f"_G{p['gap_us']:g}" if p["gap_us"] else "") \
-            + ("_tma" if p["load"] == "tma" else "") + (f"_S{p['producers']}" if v == "bystander" else "")
-        out.append(GatePoint(key, _group(p), shape, who, stat, _stats(r, stat), base, r.where))
+            + ("_tma" if p["load"] == "tma" else "") + (f"_S{p['producers']}" if v == "bystander" else "") \
+            + (_late_key(p) if v in LATE_VARIANTS else "")
+        rerun = r.data.get("commit") in late_runs
+        key += "_rerun" if rerun and v not in LATE_VARIANTS else ""
+        out.append(GatePoint(key, _group(p, rerun), shape, who, stat, _stats(r, stat), base, r.where))
         if v == "bystander":
             out.append(GatePoint(key + "_bystanders", "loaders", shape, "loaders", "bystander_load_us",
                                  _stats(r, "bystander_load_us"), base_of(r, "main", "load_us"), r.where))
     return out
+
+
+def _ref_key(r: Record, variant: str, burst_bytes: int, late_bytes: int) -> tuple:
+    """A point's launch shape, of the same commit (run); the late variants also by their storers."""
+    p = r.params
+    storers = p["producers"] if variant in LATE_VARIANTS else None
+    return (r.data.get("commit"), variant, p["ctas"], burst_bytes, p["load_bytes"], p["load"],
+            p["gap_us"] if burst_bytes else 0.0, storers, late_bytes)
+
+
+def _late_key(p: dict) -> str:
+    out = f"_S{p['producers']}_C{p['late_bytes'] // 1024}K_D{p['late_delay_us']:g}"
+    return out + (f"_N{p['late_bursts']}_P{p['late_spin_us']:g}" if p["variant"] == "stream" else "")
 
 
 def predicted(pt: GatePoint, platform: Platform, gate: LoadGate | None, engine: str) -> tuple:
@@ -137,6 +184,7 @@ class GateFit:
     scopes: tuple          # ScopeFit per scope
     n_fit: int
     errors: dict           # group -> errors (percent), plus "points"
+    scope_errors: dict     # scope -> its fitted gate's group errors (percent), no points
 
 
 def fit_scope(pts: list[GatePoint], platform: Platform, scope: str, engine: str) -> ScopeFit:
@@ -170,6 +218,10 @@ def errors(pts: list[GatePoint], platform: Platform, gate: LoadGate, engine: str
     if held:
         out["heldout-all"] = {"n": len(held), "median_mape": _mape(held, 0), "p90_mape": _mape(held, 1),
                               "max_mape": _mape(held, 2)}
+    old = [r for r in held if not r["group"].startswith("heldout-late")]
+    if old and len(old) < len(held):   # the held-out groups before the late variants, for comparison
+        out["heldout-all-old"] = {"n": len(old), "median_mape": _mape(old, 0), "p90_mape": _mape(old, 1),
+                                  "max_mape": _mape(old, 2)}
     out["points"] = rows
     return out
 
@@ -177,13 +229,15 @@ def errors(pts: list[GatePoint], platform: Platform, gate: LoadGate, engine: str
 def fit_gate(rs: RecordSet, platform: Platform, engine: str) -> GateFit:
     """The platform's gate: the better scope and its threshold, with every group's errors."""
     pts = points(rs)
-    train = [pt for pt in pts if pt.group == "fit"]
-    if not train:
+    train = [pt for pt in pts if pt.group in FIT_GROUPS]
+    if not any(pt.group == "fit" for pt in train):
         raise RecordError(f"no loadgate fit points (main ld.v4 at K in {FIT_CTAS} with B > 0)")
     scopes = tuple(fit_scope(train, platform, s, engine) for s in SCOPES)
     best = min(scopes, key=lambda s: (s.rms_rel_error, s.scope))
     gate = LoadGate(best.threshold_bytes, best.scope)
-    return GateFit(gate, scopes, len(train), errors(pts, platform, gate, engine))
+    by_scope = {s.scope: errors(pts, platform, LoadGate(s.threshold_bytes, s.scope), engine) for s in scopes}
+    return GateFit(gate, scopes, len(train), by_scope[best.scope],
+                   {k: {g: e for g, e in v.items() if g != "points"} for k, v in by_scope.items()})
 
 
 def summary(fit: GateFit, rs: RecordSet) -> dict:
@@ -192,11 +246,12 @@ def summary(fit: GateFit, rs: RecordSet) -> dict:
         "records": {"files": [{"name": n, "sha256": h} for n, h in rs.files], "n_records": len(rs.records),
                     "commits": rs.commits},
         "method": METHOD,
-        "fit_set": f"main variant, ld.v4 loads, K in {list(FIT_CTAS)}, B > 0 ({fit.n_fit} points)",
+        "fit_set": f"{FIT_SET} ({fit.n_fit} points)",
         "scopes": {s.scope: {"threshold_bytes": s.threshold_bytes, "rms_rel_error": s.rms_rel_error}
                    for s in fit.scopes},
         "chosen": fit.gate.to_dict(),
         "errors_percent": {g: e for g, e in fit.errors.items() if g != "points"},
+        "errors_percent_by_scope": fit.scope_errors,
         "points": [[r["key"], r["group"], r["measured_us"][0], r["predicted_us"][0]] for r in fit.errors["points"]],
         "points_columns": ["key", "group", "measured median us", "DES median us"],
     }

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .loadgate_kernels import (INFO_WORDS, MODES, ROLE_FLAG_LOAD, ROLE_LOAD, ROLE_STORE, ROLE_STORE_LOAD, SOURCE,
-                               STAMP_WORDS, TMA_CHUNK_BYTES)
+from .loadgate_kernels import (INFO_WORDS, MODES, ROLE_FLAG_LOAD, ROLE_LATE, ROLE_LOAD, ROLE_STORE, ROLE_STORE_LOAD,
+                               SOURCE, STAMP_WORDS, TMA_CHUNK_BYTES)
 
 SOLO_SMEM_BYTES = 120 * 1024     # one CTA per SM (two do not fit 228 KB)
 COSM_SMEM_BYTES = 100 * 1024     # exactly two CTAs per SM (three do not fit)
@@ -46,6 +46,8 @@ class Times:
     after_issue_us: np.ndarray  # [1] -> [4]: stores issued to load end
     issued_at_us: np.ndarray   # [1] on the shared timeline (0 = earliest store start)
     load_start_at_us: np.ndarray  # [2] on the shared timeline
+    store_start_at_us: np.ndarray  # [0] on the shared timeline
+    load_end_at_us: np.ndarray     # [4] on the shared timeline
     smid: np.ndarray
     role: np.ndarray
     slot: np.ndarray
@@ -73,7 +75,8 @@ def times(stamps: np.ndarray, info: np.ndarray) -> Times:
     origin = at(0).min()
     return Times(issue_us=span(0, 1), wait_us=span(1, 2), load_us=span(2, 4), first_load_us=span(2, 3),
                  after_issue_us=span(1, 4), issued_at_us=(at(1) - origin) / 1e3,
-                 load_start_at_us=(at(2) - origin) / 1e3, smid=info[:, 4].copy(), role=info[:, 5].copy(),
+                 load_start_at_us=(at(2) - origin) / 1e3, store_start_at_us=(at(0) - origin) / 1e3,
+                 load_end_at_us=(at(4) - origin) / 1e3, smid=info[:, 4].copy(), role=info[:, 5].copy(),
                  slot=info[:, 6].copy())
 
 
@@ -94,6 +97,13 @@ def samples(t: Times, burst_bytes: int) -> dict[str, np.ndarray]:
     if burst_bytes > 0 and bystanders.any() and (role == ROLE_STORE_LOAD).any():
         out["bystander_load_us"] = t.load_us[bystanders]
         out["bystander_first_load_us"] = t.first_load_us[bystanders]
+    late = role == ROLE_LATE
+    if late.any():   # set C of the late/stream variants: when its stores ran, against set A's load phase
+        out["late_start_at_us"] = t.store_start_at_us[late]
+        out["late_issued_at_us"] = t.issued_at_us[late]
+        out["late_issue_us"] = t.issue_us[late]
+        out["load_start_at_us"] = t.load_start_at_us[primary]
+        out["load_end_at_us"] = t.load_end_at_us[primary]
     loaders = role == ROLE_FLAG_LOAD
     if loaders.any():
         issued = {int(s): t.issued_at_us[i] for i, s in enumerate(t.smid) if role[i] == ROLE_STORE}
@@ -105,8 +115,8 @@ def samples(t: Times, burst_bytes: int) -> dict[str, np.ndarray]:
 def layout_ok(t: Times, mode: str, ctas: int, sms: int) -> str | None:
     """None when the CTAs sat where the mode needs them; else why not."""
     counts = np.bincount(t.smid, minlength=sms)
-    if mode == "solo" and counts.max() > 1:
-        return "two CTAs shared an SM in solo mode"
+    if mode in ("solo", "late") and counts.max() > 1:
+        return f"two CTAs shared an SM in {mode} mode"
     if mode == "cosm":
         if ctas != 2 * sms or counts.min() != 2 or counts.max() != 2:
             return "co-resident mode needs exactly two CTAs on every SM"
@@ -142,11 +152,12 @@ class LoadGateKernel:
         self.flags = torch.zeros(self.sms, dtype=torch.int32, device=dev)
 
     def run(self, dst_ptr: int, burst_bytes: int, src, load_bytes: int, result, ctas: int, n_store: int,
-            mode: str, gap_cycles: int, fence: bool, tma_loads: bool, threads: int) -> Run:
+            mode: str, gap_cycles: int, fence: bool, tma_loads: bool, threads: int, late_bytes: int = 0,
+            late_delay_cycles: int = 0, late_bursts: int = 0, late_spin_cycles: int = 0) -> Run:
         torch = self._torch
         if mode not in MODES:
             raise ValueError(f'"mode" must be one of {tuple(MODES)}.')
-        if burst_bytes % 16 or load_bytes % (TMA_CHUNK_BYTES if tma_loads else 16):
+        if burst_bytes % 16 or late_bytes % 16 or load_bytes % (TMA_CHUNK_BYTES if tma_loads else 16):
             raise ValueError("burst_bytes must be a multiple of 16 and load_bytes of the load granule")
         if src.numel() < ctas * load_bytes or result.numel() < ctas:
             raise ValueError("src or result too small for the grid")
@@ -160,8 +171,9 @@ class LoadGateKernel:
                 u64(result.data_ptr()), np.int64(gap_cycles), np.int32(int(fence)), np.int32(MODES[mode]),
                 np.int32(n_store), u64(self.bar.data_ptr()), u64(self.sm_count.data_ptr()),
                 u64(self.flags.data_ptr()), u64(self.err.data_ptr()), u64(stamps.data_ptr()), u64(info.data_ptr()),
-                np.int64(TIMEOUT_CYCLES))
-        smem = SOLO_SMEM_BYTES if mode == "solo" else COSM_SMEM_BYTES
+                np.int64(TIMEOUT_CYCLES), u64(late_bytes), np.int64(late_delay_cycles), np.int32(late_bursts),
+                np.int64(late_spin_cycles))
+        smem = COSM_SMEM_BYTES if mode == "cosm" else SOLO_SMEM_BYTES
         stream = torch.cuda.current_stream(dev)
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         with self._cupy.cuda.Device(self.device_index), self._cupy.cuda.ExternalStream(stream.cuda_stream):

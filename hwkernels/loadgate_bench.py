@@ -1,6 +1,6 @@
 """Runner: the load-gate microbenchmark on one GPU, one record per point (experiment ``loadgate``).
 
-    python -m hwkernels.loadgate_bench --out RECORDS.jsonl [--suite full|quick] [--traces FILE.npz]
+    python -m hwkernels.loadgate_bench --out RECORDS.jsonl [--suite full|quick|late] [--traces FILE.npz]
                                        [--log FILE]
 
 Each point goes through the shared harness: poison the host (or local) slot this launch writes and
@@ -26,7 +26,8 @@ from . import loadgate_plan as plan
 from .pattern import POISON, torch_check, torch_poison
 
 STAT_ORDER = ("load_us", "load_max_us", "first_load_us", "wait_us", "after_issue_us", "issue_us",
-              "bystander_load_us", "bystander_first_load_us", "flag_delay_us", "kernel_us")
+              "bystander_load_us", "bystander_first_load_us", "flag_delay_us", "late_start_at_us",
+              "late_issued_at_us", "late_issue_us", "load_start_at_us", "load_end_at_us", "kernel_us")
 
 
 def parse_args(argv=None):
@@ -78,6 +79,10 @@ def measure_point(ctx: Context, pt: plan.Point):
     torch = ctx.torch
     host = pt.destination == "host"
     gap_cycles = int(round(pt.gap_us * 1e3 * ctx.clock_ghz))
+    late = {"late_bytes": pt.late_bytes, "late_bursts": pt.late_bursts,
+            "late_delay_cycles": int(round(pt.late_delay_us * 1e3 * ctx.clock_ghz)),
+            "late_spin_cycles": int(round(pt.late_spin_us * 1e3 * ctx.clock_ghz))}
+    a_bytes = pt.store_ctas * pt.burst_bytes
     reference = ctx.reference(pt.ctas, pt.load_bytes)
     poison_word = POISON
     state = {"launch": 0}
@@ -99,22 +104,27 @@ def measure_point(ctx: Context, pt: plan.Point):
     def run():
         _, _, ptr = slot_views()
         r = ctx.kernel.run(ptr, pt.burst_bytes, ctx.src, pt.load_bytes, ctx.result, pt.ctas,
-                           pt.store_ctas if pt.mode == "solo" else 0, pt.mode, gap_cycles, pt.fence,
-                           pt.load == "tma", pt.threads)
+                           0 if pt.mode == "cosm" else pt.store_ctas, pt.mode, gap_cycles, pt.fence,
+                           pt.load == "tma", pt.threads, **late)
         t = lg.times(r.stamps, r.info)
         last.clear()
         last.update(run=r, times=t)
         out = dict(lg.samples(t, pt.burst_bytes), kernel_us=r.kernel_us)
         out["_raw"] = {"load_us": t.load_us, "first_load_us": t.first_load_us, "wait_us": t.wait_us,
                        "issue_us": t.issue_us, "issued_at_us": t.issued_at_us,
-                       "load_start_at_us": t.load_start_at_us, "smid": t.smid, "role": t.role}
+                       "load_start_at_us": t.load_start_at_us, "store_start_at_us": t.store_start_at_us,
+                       "load_end_at_us": t.load_end_at_us, "smid": t.smid, "role": t.role}
         return out
 
     def check(_result):
         r, t = last["run"], last["times"]
         ok, worst = True, 0.0
-        if pt.volume_bytes:
-            ok, worst = torch_check(slot_views()[1], pt.store_ctas, pt.burst_bytes, 1)
+        view = slot_views()[1]
+        if a_bytes:
+            ok, worst = torch_check(view[:a_bytes], pt.store_ctas, pt.burst_bytes, 1)
+        if pt.late_ctas and pt.late_bytes:   # set C's bursts, burst-major after A's slots
+            c_ok, c_worst = torch_check(view[a_bytes:pt.volume_bytes], pt.late_ctas, pt.late_bytes, pt.late_bursts)
+            ok, worst = ok and c_ok, max(worst, c_worst)
         res_ok, res_err = lg.check_result(r, reference, poison_word)
         why = lg.layout_ok(t, pt.mode, pt.ctas, ctx.kernel.sms)
         if r.err:
@@ -163,6 +173,25 @@ def summary_table(recs: list[tuple[plan.Point, dict]]) -> str:
     return "\n".join(lines)
 
 
+def late_table(recs: list[tuple[plan.Point, dict]]) -> str:
+    """The late/stream points (and the same-run controls): set A's load phase against when C stored."""
+    lines = ["# late/stream: A = first S CTAs store B then load L; C = the rest store C after D us (N bursts, P us apart)",
+             f"{'point':44s} {'A load med':>10s} {'p90':>6s} {'first':>6s} {'A start':>7s} {'A end':>6s} "
+             f"{'C start':>7s} {'C issued':>8s}"]
+
+    def med(s, name, key="median"):
+        return f"{s[name][key]:.1f}" if name in s else "-"
+    for pt, rec in recs:
+        if not rec["check"]["ok"]:
+            lines.append(f"{pt.key:44s} CHECK FAILED")
+            continue
+        s = rec["stats"]
+        lines.append(f"{pt.key:44s} {med(s, 'load_us'):>10s} {med(s, 'load_us', 'p90'):>6s} "
+                     f"{med(s, 'first_load_us'):>6s} {med(s, 'load_start_at_us'):>7s} {med(s, 'load_end_at_us'):>6s} "
+                     f"{med(s, 'late_start_at_us'):>7s} {med(s, 'late_issued_at_us'):>8s}")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     points = plan.SUITES[args.suite]()
@@ -195,7 +224,7 @@ def main(argv=None) -> int:
     print(f"# done: {len(points)} points, {failed} failed checks, {time.time() - t0:.1f} s", file=log, flush=True)
     if log is not sys.stdout:
         log.close()
-    print(summary_table(done))
+    print(late_table(done) if args.suite == "late" else summary_table(done))
     print(f"# done: {len(points)} points, {failed} failed checks, {time.time() - t0:.1f} s")
     return 1 if failed else 0
 

@@ -15,10 +15,15 @@ CTA beside it) has just issued? Every CTA of the grid, after one grid barrier:
 Roles (``mode``): 0 "solo": one CTA per SM; CTA q < n_store stores (slot q) then loads, the
 others only load (bystanders on other SMs). 1 "cosm": two CTAs per SM; the first on each SM
 (per-SM arrival counter) stores (slot = %smid) and raises flags[smid] with a relaxed atomic
-after its stores are issued; the second waits for that flag, then loads.
+after its stores are issued; the second waits for that flag, then loads. 2 "late": one CTA per
+SM; CTA q < n_store stores and loads as in "solo"; every other CTA (set C, index s = q - n_store
+of n_late) loads nothing: it spins ``late_delay_cycles`` from the grid barrier, then stores
+``late_bursts`` bursts of ``late_bytes`` (a spin of ``late_spin_cycles`` between two), burst j
+at ``dst + n_store*B + (j*n_late + s)*late_bytes`` with the pattern of producer s, burst j.
 
 Stamps (thread 0, clock64) per CTA into stamps[q*8 + :]:
-  [0] store start (after the barrier), [1] stores issued (after __syncthreads),
+  [0] store start (after the barrier; set C: after its delay), [1] stores issued (after
+  __syncthreads; set C: its last burst's),
   [2] load start (after fence / gap / flag wait and a __syncthreads),
   [3] thread 0's first load returned (a branch on its value), [4] load end (after the
   __syncthreads that follows every thread's last load and its shared-memory add).
@@ -32,8 +37,8 @@ from .pattern import C_J, C_P, C_W
 
 INFO_WORDS = 8
 STAMP_WORDS = 8
-ROLE_STORE_LOAD, ROLE_LOAD, ROLE_STORE, ROLE_FLAG_LOAD = range(4)
-MODES = {"solo": 0, "cosm": 1}
+ROLE_STORE_LOAD, ROLE_LOAD, ROLE_STORE, ROLE_FLAG_LOAD, ROLE_LATE = range(5)
+MODES = {"solo": 0, "cosm": 1, "late": 2}
 LOADS_IN_FLIGHT = 8
 TMA_CHUNK_BYTES = 16 * 1024   # bytes per bulk load
 TMA_STAGES = 4               # bulk loads in flight per CTA (64 KiB of shared memory)
@@ -127,7 +132,8 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
 loadgate(unsigned char* __restrict__ dst, u64 burst_bytes, const uint4* src,
          u64 load_bytes, int tma_loads, u32* __restrict__ result, long long gap_cycles, int fence, int mode,
          int n_store, u32* bar, u32* sm_count, u32* flags, int* err,
-         long long* __restrict__ stamps, long long* __restrict__ info, long long timeout_cycles)
+         long long* __restrict__ stamps, long long* __restrict__ info, long long timeout_cycles,
+         u64 late_bytes, long long late_delay_cycles, int late_bursts, long long late_spin_cycles)
 {
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ u32 s_sum;
@@ -147,8 +153,8 @@ loadgate(unsigned char* __restrict__ dst, u64 burst_bytes, const uint4* src,
         const u32 sm = sm_id();
         int role;
         u32 slot;
-        if (mode == 0) {
-            role = ((int)q < n_store) ? ${ROLE_STORE_LOAD} : ${ROLE_LOAD};
+        if (mode == 0 || mode == 2) {
+            role = ((int)q < n_store) ? ${ROLE_STORE_LOAD} : (mode == 2 ? ${ROLE_LATE} : ${ROLE_LOAD});
             slot = q;
         } else {
             const u32 arrival = atomicAdd(&sm_count[sm], 1u);
@@ -173,8 +179,38 @@ loadgate(unsigned char* __restrict__ dst, u64 burst_bytes, const uint4* src,
     const int role = s_role;
     const u32 slot = s_slot;
     const bool stores = (role == ${ROLE_STORE_LOAD} || role == ${ROLE_STORE}) && burst_bytes > 0;
-    const bool loads = role != ${ROLE_STORE};
+    const bool loads = role != ${ROLE_STORE} && role != ${ROLE_LATE};
+    if (role == ${ROLE_LATE}) {
+        if (tid == 0) {
+            const long long t = clock64();
+            while (clock64() - t < late_delay_cycles) { }
+        }
+        __syncthreads();
+    }
     if (tid == 0) c0 = clock64();
+    if (role == ${ROLE_LATE} && late_bytes > 0) {
+        const u32 s = q - (u32)n_store, n_late = gridDim.x - (u32)n_store;
+        unsigned char* region = dst + (u64)n_store * burst_bytes;
+        const u32 n16 = (u32)(late_bytes / 16);
+        for (int j = 0; j < late_bursts; ++j) {
+            if (j > 0) {
+                if (tid == 0) {
+                    const long long t = clock64();
+                    while (clock64() - t < late_spin_cycles) { }
+                }
+                __syncthreads();
+            }
+            const u32 base = (s * ${C_P}u) ^ ((u32)j * ${C_J}u);
+            uint4* o4 = reinterpret_cast<uint4*>(region + ((u64)j * n_late + s) * late_bytes);
+#pragma unroll 4
+            for (u32 i = tid; i < n16; i += nt) {
+                const u32 w = 4u * i;
+                o4[i] = make_uint4(pattern_word(base, w), pattern_word(base, w + 1),
+                                   pattern_word(base, w + 2), pattern_word(base, w + 3));
+            }
+            __syncthreads();
+        }
+    }
     if (stores) {
         const u32 base = (slot * ${C_P}u) ^ (0u * ${C_J}u);
         uint4* o4 = reinterpret_cast<uint4*>(dst + (u64)slot * burst_bytes);
@@ -251,5 +287,5 @@ loadgate(unsigned char* __restrict__ dst, u64 burst_bytes, const uint4* src,
 """)
 SOURCE = _SOURCE.substitute(C_P=C_P, C_J=C_J, C_W=C_W, INFO_WORDS=INFO_WORDS, STAMP_WORDS=STAMP_WORDS,
                             ROLE_STORE_LOAD=ROLE_STORE_LOAD, ROLE_LOAD=ROLE_LOAD, ROLE_STORE=ROLE_STORE,
-                            ROLE_FLAG_LOAD=ROLE_FLAG_LOAD, LOADS=LOADS_IN_FLIGHT,
+                            ROLE_FLAG_LOAD=ROLE_FLAG_LOAD, ROLE_LATE=ROLE_LATE, LOADS=LOADS_IN_FLIGHT,
                             CHUNK=TMA_CHUNK_BYTES, STAGES=TMA_STAGES)

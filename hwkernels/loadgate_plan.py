@@ -8,7 +8,12 @@ stream ``load_bytes`` of device memory (``load`` = ld.v4 pointer loads or tma bu
 Variants (``variant``): ``main`` (every CTA stores then loads; B = 0 is the load phase alone),
 ``local`` (the same stores into local HBM), ``fence`` (fence.sc.sys between stores and loads),
 ``gap`` (a spin of gap_us), ``bystander`` (the first ``storers`` CTAs store, the other CTAs on
-other SMs only load), ``cosm`` (two CTAs per SM: one stores, the other loads once it has).
+other SMs only load), ``cosm`` (two CTAs per SM: one stores, the other loads once it has),
+``late`` (set A, the first ``storers`` CTAs, stores then loads as ``main``; set C, the other CTAs,
+loads nothing: it spins ``late_delay_us`` from the grid barrier, then stores ``late_bytes`` per
+CTA, while A's loads wait), ``stream`` (the same with ``late_bursts`` bursts per C CTA, a spin of
+``late_spin_us`` between two). The last two separate a gate on the link's occupancy (A waits for
+C's bytes too) from a FIFO (A waits only for the bytes accepted before its loads).
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 KIB = 1024
-VARIANTS = ("main", "local", "fence", "gap", "bystander", "cosm")
+VARIANTS = ("main", "local", "fence", "gap", "bystander", "cosm", "late", "stream")
+LATE_VARIANTS = ("late", "stream")
 LOADS = ("ld.v4", "tma")
 SWEEP_BYTES = tuple(b * KIB for b in (0, 4, 8, 16, 32, 64))
 SWEEP_CTAS = (1, 16, 66, 132)
@@ -38,6 +44,10 @@ class Point:
     load: str = "ld.v4"
     threads: int = 256
     repeats: int = 20
+    late_bytes: int = 0             # late/stream: bytes per burst of a set-C CTA
+    late_delay_us: float = 0.0      # its spin from the grid barrier to its first store
+    late_bursts: int = 1
+    late_spin_us: float = 0.0       # its spin between two bursts
 
     def __post_init__(self):
         if self.variant not in VARIANTS:
@@ -50,9 +60,19 @@ class Point:
             raise ValueError('"gap_us" must be >= 0.')
         if self.storers is not None and not 0 <= self.storers <= self.ctas:
             raise ValueError('"storers" must be in [0, ctas].')
+        late = self.variant in LATE_VARIANTS
+        if late and (self.storers is None or self.storers >= self.ctas):
+            raise ValueError('"storers" must be < ctas in the late variants (set C is the rest).')
+        if self.late_bytes < 0 or self.late_bytes % 16 or self.late_bursts < 1 or self.late_delay_us < 0 \
+                or self.late_spin_us < 0:
+            raise ValueError('"late_bytes" must be a multiple of 16 >= 0, "late_bursts" >= 1, the spins >= 0.')
+        if not late and (self.late_bytes or self.late_delay_us or self.late_bursts != 1 or self.late_spin_us):
+            raise ValueError('the "late_*" fields belong to the late variants.')
 
     @property
     def mode(self) -> str:
+        if self.variant in LATE_VARIANTS:
+            return "late"
         return "cosm" if self.variant == "cosm" else "solo"
 
     @property
@@ -71,8 +91,14 @@ class Point:
         return self.ctas if self.storers is None else self.storers
 
     @property
+    def late_ctas(self) -> int:
+        """Set C of the late variants (0 elsewhere)."""
+        return self.ctas - self.store_ctas if self.variant in LATE_VARIANTS else 0
+
+    @property
     def volume_bytes(self) -> int:
-        return self.store_ctas * self.burst_bytes
+        """A's slots, then C's bursts (burst-major)."""
+        return self.store_ctas * self.burst_bytes + self.late_ctas * self.late_bursts * self.late_bytes
 
     @property
     def key(self) -> str:
@@ -81,6 +107,10 @@ class Point:
             parts.append(f"S{self.storers}")
         if self.gap_us:
             parts.append(f"G{self.gap_us:g}")
+        if self.variant in LATE_VARIANTS:
+            parts += [f"C{self.late_bytes // KIB}K", f"D{self.late_delay_us:g}"]
+            if self.variant == "stream":
+                parts += [f"N{self.late_bursts}", f"P{self.late_spin_us:g}"]
         if self.load != "ld.v4":
             parts.append(self.load)
         return "_".join(parts)
@@ -89,7 +119,10 @@ class Point:
         return {"variant": self.variant, "producers": self.store_ctas, "ctas": self.ctas,
                 "burst_bytes": self.burst_bytes, "load_bytes": self.load_bytes, "gap_us": self.gap_us,
                 "fence": self.fence, "mode": self.mode, "load": self.load, "mechanism": "st.v4",
-                "threads": self.threads, "destination": self.destination}
+                "threads": self.threads, "destination": self.destination,
+                **({"late_ctas": self.late_ctas, "late_bytes": self.late_bytes, "late_delay_us": self.late_delay_us,
+                    "late_bursts": self.late_bursts, "late_spin_us": self.late_spin_us}
+                   if self.variant in LATE_VARIANTS else {})}
 
 
 def gap_us(ctas: int, burst_bytes: int, frac: float) -> float:
@@ -115,4 +148,29 @@ def quick_plan() -> list[Point]:
             Point("main", 16, 32 * KIB, CONTROL_LOAD_BYTES, load="tma", repeats=3)]
 
 
-SUITES = {"full": full_plan, "quick": quick_plan}
+def late_plan() -> list[Point]:
+    """Set C stores while set A's loads wait (K = 132; references with nothing stored first; a part of the
+    old suite as a same-run control)."""
+    K, L, L64 = 132, CONTROL_LOAD_BYTES, 64 * KIB
+
+    def late(a, b_a, b_c, d, load_bytes=L, load="ld.v4"):
+        return Point("late", K, b_a, load_bytes, storers=a, load=load, late_bytes=b_c, late_delay_us=d)
+
+    pts = [Point("main", K, b, L) for b in (0, 16 * KIB, 32 * KIB)] + [Point("main", 66, b, L) for b in (0, 16 * KIB)]
+    pts += [Point("bystander", K, 16 * KIB, L, storers=66)]
+    pts += [late(a, 0, 0, 0.0) for a in (66, 33)] + [late(66, 16 * KIB, 0, 0.0), late(33, 32 * KIB, 0, 0.0)]
+    pts += [late(66, 16 * KIB, b_c * KIB, d) for b_c in (16, 64) for d in (2.0, 5.0, 10.0)]
+    pts += [late(66, 16 * KIB, 32 * KIB, 5.0), late(66, 32 * KIB, 64 * KIB, 5.0), late(66, 32 * KIB, 64 * KIB, 20.0)]
+    pts += [late(33, 32 * KIB, b_c * KIB, 5.0) for b_c in (32, 64)]
+    pts += [late(66, 0, 64 * KIB, 2.0)]   # A stores nothing: its loads run before C's bytes arrive
+    pts += [late(66, 0, 0, 0.0, L64), late(66, 16 * KIB, 0, 0.0, L64), late(66, 16 * KIB, 64 * KIB, 5.0, L64)]
+    pts += [late(66, 0, 0, 0.0, L64, "tma"), late(66, 16 * KIB, 0, 0.0, L64, "tma")]
+    pts += [late(66, 16 * KIB, 64 * KIB, d, L64, "tma") for d in (2.0, 10.0)]
+    pts += [Point("stream", K, 16 * KIB, L, storers=66, late_bytes=16 * KIB, late_delay_us=2.0, late_bursts=4,
+                  late_spin_us=s) for s in (0.0, 10.0)]
+    pts += [Point("stream", K, 16 * KIB, L, storers=66, late_bytes=8 * KIB, late_delay_us=2.0, late_bursts=8,
+                  late_spin_us=5.0)]
+    return pts
+
+
+SUITES = {"full": full_plan, "quick": quick_plan, "late": late_plan}

@@ -8,7 +8,7 @@ import pytest
 
 from hwkernels import loadgate as lg
 from hwkernels import loadgate_plan as plan
-from hwkernels.loadgate_kernels import ROLE_FLAG_LOAD, ROLE_LOAD, ROLE_STORE, ROLE_STORE_LOAD
+from hwkernels.loadgate_kernels import ROLE_FLAG_LOAD, ROLE_LATE, ROLE_LOAD, ROLE_STORE, ROLE_STORE_LOAD
 
 KIB = 1024
 
@@ -31,13 +31,43 @@ def test_plan_covers_the_brief():
     pts = plan.full_plan()
     main = {(p.ctas, p.burst_bytes, p.load_bytes) for p in pts if p.variant == "main" and p.load == "ld.v4"}
     assert len(main) == 4 * 6 * 3 and (132, 0, 1024 * KIB) in main
-    assert {p.variant for p in pts} == set(plan.VARIANTS)
+    assert {p.variant for p in pts} == set(plan.VARIANTS) - set(plan.LATE_VARIANTS)
     cosm = [p for p in pts if p.variant == "cosm"]
     assert all(p.ctas == 264 and p.store_ctas == 132 and p.mode == "cosm" for p in cosm)
     assert plan.gap_us(132, 32 * KIB, 1.0) == pytest.approx(82.5, abs=0.1)    # V / R at 52.4 GB/s
     assert len({p.key for p in pts}) == len(pts)
     with pytest.raises(ValueError, match='"variant"'):
         plan.Point("nope", 1, 0, 16)
+
+
+def test_late_plan_separates_the_readings():
+    pts = plan.late_plan()
+    assert len({p.key for p in pts}) == len(pts) and {"late", "stream", "main", "bystander"} <= {p.variant for p in pts}
+    late = [p for p in pts if p.variant in plan.LATE_VARIANTS]
+    assert all(p.mode == "late" and p.late_ctas == p.ctas - p.storers for p in late)
+    # set C's bytes several times the ~322 kB threshold, and references with nothing stored for each shape
+    assert any(p.late_ctas * p.late_bytes * p.late_bursts >= 10 * 322_000 for p in late)
+    shapes = {(p.storers, p.load_bytes, p.load) for p in late}
+    assert all(("late", s) in {(p.variant, (p.storers, p.load_bytes, p.load)) for p in late
+                               if p.burst_bytes == 0 and p.late_bytes == 0} for s in shapes)
+    p = plan.Point("stream", 4, 32, 64, storers=2, late_bytes=48, late_bursts=3, late_delay_us=1.5, late_spin_us=2)
+    assert p.volume_bytes == 2 * 32 + 2 * 3 * 48 and p.key.endswith("C0K_D1.5_N3_P2")
+    assert p.params()["late_ctas"] == 2 and "late_bytes" not in plan.Point("main", 4, 32, 64).params()
+    with pytest.raises(ValueError, match='"storers"'):
+        plan.Point("late", 4, 32, 64)
+    with pytest.raises(ValueError, match="late_"):
+        plan.Point("main", 4, 32, 64, late_bytes=16)
+
+
+def test_late_samples_place_set_c_on_the_timeline():
+    roles = [ROLE_STORE_LOAD, ROLE_STORE_LOAD, ROLE_LATE, ROLE_LATE]
+    st, info = _stamps(4, roles, [0, 1, 2, 3])
+    t = lg.times(st, info)
+    s = lg.samples(t, 4096)
+    assert len(s["load_us"]) == 2 and "bystander_load_us" not in s
+    assert np.allclose(s["late_start_at_us"], [0.002, 0.003]) and np.allclose(s["load_end_at_us"], [21.5, 21.501])
+    assert lg.layout_ok(t, "late", 4, 4) is None
+    assert "late mode" in lg.layout_ok(lg.times(*_stamps(4, roles, [0, 1, 2, 2])), "late", 4, 3)
 
 
 def test_times_map_clocks_and_samples_split_roles():
@@ -82,7 +112,8 @@ class _FakeKernel:
     def __init__(self, dst_base, corrupt=False):
         self.dst_base, self.corrupt = dst_base, corrupt
 
-    def run(self, dst_ptr, burst_bytes, src, load_bytes, result, ctas, n_store, mode, gap_cycles, fence, tma, threads):
+    def run(self, dst_ptr, burst_bytes, src, load_bytes, result, ctas, n_store, mode, gap_cycles, fence, tma, threads,
+            late_bytes=0, late_delay_cycles=0, late_bursts=0, late_spin_cycles=0):
         import torch
 
         from hwkernels.pattern import pattern_words
@@ -92,17 +123,27 @@ class _FakeKernel:
         for p in range(stores if burst_bytes else 0):
             words = pattern_words(p, 0, burst_bytes // 4).view(np.int32)
             self.dst_base[off + p * burst_bytes: off + (p + 1) * burst_bytes] = torch.from_numpy(words.copy()).view(torch.uint8)
+        n_late = ctas - n_store if mode == "late" else 0
+        c_off = off + n_store * burst_bytes
+        for j in range(late_bursts if late_bytes else 0):
+            for p in range(n_late):
+                words = pattern_words(p, j, late_bytes // 4).view(np.int32)
+                at = c_off + (j * n_late + p) * late_bytes
+                self.dst_base[at: at + late_bytes] = torch.from_numpy(words.copy()).view(torch.uint8)
         if self.corrupt and burst_bytes:
             self.dst_base[off] ^= 1
+        if self.corrupt == "late":
+            self.dst_base[c_off + late_bytes * late_bursts * n_late - 1] ^= 1
         sums = lg.region_sums(src, ctas, load_bytes)
         if mode == "cosm":
             roles = [ROLE_STORE if q < ctas // 2 else ROLE_FLAG_LOAD for q in range(ctas)]
             smids = [q % (ctas // 2) for q in range(ctas)]
         else:
-            roles = [ROLE_STORE_LOAD if q < n_store else ROLE_LOAD for q in range(ctas)]
+            other = ROLE_LATE if mode == "late" else ROLE_LOAD
+            roles = [ROLE_STORE_LOAD if q < n_store else other for q in range(ctas)]
             smids = list(range(ctas))
         for q in range(ctas):
-            if roles[q] != ROLE_STORE:
+            if roles[q] not in (ROLE_STORE, ROLE_LATE):
                 result[q] = int(np.int64(sums[q]).astype(np.uint32).view(np.int32))
         st, info = _stamps(ctas, roles, smids)
         info[:, 6] = smids if mode == "cosm" else range(ctas)
@@ -135,6 +176,19 @@ def test_runner_checks_then_keeps_samples(monkeypatch, variant, ctas, storers):
     assert m.ok and m.stats["load_us"].n == 3 * (2 if variant != "main" else ctas)
     assert ("bystander_load_us" in m.stats) == (variant == "bystander")
     assert ("flag_delay_us" in m.stats) == (variant == "cosm")
+
+
+@pytest.mark.parametrize("corrupt", [False, "late"])
+def test_runner_checks_set_c_of_the_stream_variant(monkeypatch, corrupt):
+    from hwkernels.loadgate_bench import measure_point
+
+    ctx = _ctx(monkeypatch, corrupt)
+    ctx.slot_bytes = 64 * KIB
+    pt = plan.Point("stream", 4, 8 * KIB, 64 * KIB, storers=2, late_bytes=4 * KIB, late_bursts=3, repeats=2)
+    m = measure_point(ctx, pt)
+    assert m.ok is (not corrupt)
+    if not corrupt:
+        assert m.stats["load_us"].n == 2 * 2 and m.stats["late_start_at_us"].n == 2 * 2
 
 
 def test_runner_fails_a_wrong_store(monkeypatch):
