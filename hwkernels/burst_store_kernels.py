@@ -41,14 +41,10 @@ INFO_WORDS = 8
 STAMP_WORDS = 4
 TMA_CHUNK_BYTES = 4096   # bytes per cp.async.bulk instruction
 
-_SOURCE = Template(r"""
+# The CUDA helpers every NVRTC kernel of ours starts with (the load-gate kernels too).
+CUDA_PRELUDE = r"""
 typedef unsigned int u32;
 typedef unsigned long long u64;
-
-#ifndef MECH
-#define MECH 0
-#endif
-#define TMA_CHUNK ${TMA_CHUNK}u
 
 __device__ __forceinline__ u64 global_ns() {
     u64 t;
@@ -61,6 +57,13 @@ __device__ __forceinline__ u32 sm_id() {
     asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
     return s;
 }
+"""
+
+_SOURCE = Template(CUDA_PRELUDE + r"""
+#ifndef MECH
+#define MECH 0
+#endif
+#define TMA_CHUNK ${TMA_CHUNK}u
 
 // Word w of producer p's burst j. Same formula as pattern.py (uint32 wrap-around).
 __device__ __forceinline__ u32 pattern_base(u32 p, u32 j) {

@@ -33,6 +33,7 @@ same at kernel end [2], [3]; %smid [4]; role [5]; slot [6].
 
 from string import Template
 
+from .burst_store_kernels import CUDA_PRELUDE
 from .pattern import C_J, C_P, C_W
 
 INFO_WORDS = 8
@@ -43,21 +44,7 @@ LOADS_IN_FLIGHT = 8
 TMA_CHUNK_BYTES = 16 * 1024   # bytes per bulk load
 TMA_STAGES = 4               # bulk loads in flight per CTA (64 KiB of shared memory)
 
-_SOURCE = Template(r"""
-typedef unsigned int u32;
-typedef unsigned long long u64;
-
-__device__ __forceinline__ u64 global_ns() {
-    u64 t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-
-__device__ __forceinline__ u32 sm_id() {
-    u32 s;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
-    return s;
-}
+_SOURCE = Template(CUDA_PRELUDE + r"""
 
 __device__ __forceinline__ u32 pattern_word(u32 base, u32 w) { return base ^ (w * ${C_W}u); }
 

@@ -91,16 +91,9 @@ def producer_due(stage, fluid, status, k, now):
 @jit
 def link_motion(stage, fluid, status, n, now):
     """(total q, its rate of change) of the stage from ``now`` at the current level (the stage
-    advanced to ``now``): a BACKLOG producer's q falls at L w, a MIXED one's moves at r - L w."""
-    v, cap, level = stage[Stage.V], stage[Stage.CAP], stage[Stage.LEVEL]
-    total, slope = 0.0, 0.0
-    for k in range(n):
-        total += _q(fluid, status, k, now, v, cap)
-        mode = status[Status.MODE, k]
-        if mode == BACKLOG:
-            slope -= level * fluid[Fluid.W, k]
-        elif mode == MIXED:
-            slope += fluid[Fluid.RATE, k] - level * fluid[Fluid.W, k]
+    advanced to ``now``): a BACKLOG producer's q falls at L w, a MIXED one's moves at r - L w
+    (:func:`fifo_motion`'s first two, the same sums in the same order)."""
+    total, slope, _ = fifo_motion(stage, fluid, status, n, now)
     return total, slope
 
 
@@ -142,9 +135,9 @@ def fifo_acc(acc, acc_t, acc_rate, now):
 @jit
 def fifo_motion(stage, fluid, status, n, now):
     """(total q, its rate of change, the rate at which the stage accepts bytes) from ``now`` at the
-    current level (the stage advanced to ``now``, after the water-fill): total and slope as
-    :func:`link_motion` computes them; a MIXED or PASS issuer accepts at r, a FULL one at L w
-    (it injects what drains)."""
+    current level (the stage advanced to ``now``, after the water-fill): a BACKLOG producer's q
+    falls at L w, a MIXED one's moves at r - L w; a MIXED or PASS issuer accepts at r, a FULL one
+    at L w (it injects what drains)."""
     v, cap, level = stage[Stage.V], stage[Stage.CAP], stage[Stage.LEVEL]
     total, slope, accept = 0.0, 0.0, 0.0
     for k in range(n):
