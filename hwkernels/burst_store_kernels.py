@@ -41,7 +41,8 @@ INFO_WORDS = 8
 STAMP_WORDS = 4
 TMA_CHUNK_BYTES = 4096   # bytes per cp.async.bulk instruction
 
-# The CUDA helpers every NVRTC kernel of ours starts with (the load-gate kernels too).
+# The CUDA helpers every NVRTC kernel of ours starts with (the load-gate kernels too); a
+# Template like the sources (${C_W}).
 CUDA_PRELUDE = r"""
 typedef unsigned int u32;
 typedef unsigned long long u64;
@@ -57,18 +58,8 @@ __device__ __forceinline__ u32 sm_id() {
     asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
     return s;
 }
-"""
 
-_SOURCE = Template(CUDA_PRELUDE + r"""
-#ifndef MECH
-#define MECH 0
-#endif
-#define TMA_CHUNK ${TMA_CHUNK}u
-
-// Word w of producer p's burst j. Same formula as pattern.py (uint32 wrap-around).
-__device__ __forceinline__ u32 pattern_base(u32 p, u32 j) {
-    return (p * ${C_P}u) ^ (j * ${C_J}u);
-}
+// Word w of a burst whose base is pattern_base(...): pattern.py's formula (uint32 wrap-around).
 __device__ __forceinline__ u32 pattern_word(u32 base, u32 w) {
     return base ^ (w * ${C_W}u);
 }
@@ -84,6 +75,18 @@ __device__ __forceinline__ void timer_edge(long long* out) {
     } while (g == g0);
     out[0] = (long long)g;
     out[1] = c;
+}
+"""
+
+_SOURCE = Template(CUDA_PRELUDE + r"""
+#ifndef MECH
+#define MECH 0
+#endif
+#define TMA_CHUNK ${TMA_CHUNK}u
+
+// Word w of producer p's burst j. Same formula as pattern.py (uint32 wrap-around).
+__device__ __forceinline__ u32 pattern_base(u32 p, u32 j) {
+    return (p * ${C_P}u) ^ (j * ${C_J}u);
 }
 
 __device__ __forceinline__ void grid_barrier(u32* bar, u32 target, long long timeout_cycles,

@@ -46,20 +46,6 @@ TMA_STAGES = 4               # bulk loads in flight per CTA (64 KiB of shared me
 
 _SOURCE = Template(CUDA_PRELUDE + r"""
 
-__device__ __forceinline__ u32 pattern_word(u32 base, u32 w) { return base ^ (w * ${C_W}u); }
-
-__device__ __forceinline__ void timer_edge(long long* out) {
-    u64 g0 = global_ns();
-    u64 g;
-    long long c;
-    do {
-        g = global_ns();
-        c = clock64();
-    } while (g == g0);
-    out[0] = (long long)g;
-    out[1] = c;
-}
-
 __device__ __forceinline__ void tma_issue(u32 c, const unsigned char* src, u32 sbase, u32 mbase) {
     const u32 st = c % ${STAGES}u;
     const u32 bar = mbase + 8u * st;
