@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 
 from . import fa_layout
+from .tma import set_tma_allocator
 
 MODE_LOCAL, MODE_FUSED, MODE_CC, MODE_PACED = 0, 1, 2, 3
 ORDERS = {"default": 0, "remote-first": 1}  # fa_layout.tiles | fa_layout.remote_first_coords
@@ -144,17 +145,6 @@ def _launch_args(shape: FAShape) -> tuple:
     return (shape.rank, shape.heads_local, shape.seq_len, shape.sp, shape.slice_elems)
 
 
-def _set_tma_allocator(device) -> None:
-    """Device-side tensor descriptors need global scratch: allocate it where q lives."""
-    import torch
-    import triton
-
-    def alloc(size: int, alignment: int, stream):
-        return torch.empty(size, dtype=torch.int8, device=device)
-
-    triton.set_allocator(alloc)
-
-
 def pace_stride(shape: FAShape, pace: int, spread: bool) -> int:
     """KV steps between two paced row chunks: spread over the whole next Q-loop (M/b_n // pace
     steps apart), or one chunk per KV step."""
@@ -196,7 +186,7 @@ def launch_fa(q, k, v, shape: FAShape, mode: int, out=None, bufs: OwnerBuffers |
     if flags is None:
         flags = dst
     if tma:
-        _set_tma_allocator(q.device)
+        set_tma_allocator(q.device)
     qk_scale = 1.0 / math.sqrt(shape.head_dim) * 1.4426950408889634
     stride = pace_stride(shape, pace, spread) if pace else 1
     return fa_fwd_kernel[grid](q, k, v, dst, remote, stamps if stamps is not None else dst, flags,

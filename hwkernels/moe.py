@@ -325,9 +325,9 @@ class FusedMoE:
             self._launch_args = self._args()
         pos, kw = self._launch_args
         if kw["TMA"]:
-            from .moe_kernels import set_allocator
+            from .tma import set_tma_allocator
 
-            set_allocator()
+            set_tma_allocator("cpu" if os.environ.get("TRITON_INTERPRET", "0") == "1" else "cuda")
         if not self._checked:
             self._check_coresident(pos, kw)
         moe_fused_kernel[(self.n_streams,)](*pos, **kw)

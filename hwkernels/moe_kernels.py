@@ -46,35 +46,16 @@ Stamps (STAMPS, %globaltimer, each after a bar.sync): [0] tile start = wait star
 max_spins polls sets err, and every program stops within two tiles (the flag is read at a
 tile's start together with the next tile's indices, and acted on at its end).
 TMA (constexpr): the weight tiles and Linear-2's activation tiles come through device-side
-tensor descriptors (w1 as [E * 2I, H], w2 as [E * H, I], act as [R, I]; set_allocator gives
-Triton their scratch); Linear-1's A operand, the token-row gather, stays pointer loads.
+tensor descriptors (w1 as [E * 2I, H], w2 as [E * H, I], act as [R, I];
+hwkernels.tma.set_tma_allocator gives Triton their scratch); Linear-1's A operand, the token-row gather, stays pointer loads.
 TMA = False loads every operand through pointers. ACC_K1 / ACC_K2: fp8 accumulator
 promotion (_dot).
 Under the interpreter (INTERPRET) dots run in fp32 (its bf16 dot is wrong, Triton 3.6) and
 the e4m3 cast is pre-rounded (_to_e4m3); the GPU path uses native bf16/e4m3 tensor-core dots.
 """
 
-import os
-
 import triton
 import triton.language as tl
-
-_ALLOCATOR_SET = False
-
-
-def set_allocator():
-    """Device-side TMA descriptors need global scratch (128 B per descriptor and program):
-    Triton asks the allocator set here (once per process) at each launch."""
-    global _ALLOCATOR_SET
-    if _ALLOCATOR_SET:
-        return
-    import torch
-
-    dev = "cpu" if os.environ.get("TRITON_INTERPRET", "0") == "1" else "cuda"
-    triton.set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8,
-                                                                     device=dev))
-    _ALLOCATOR_SET = True
-
 
 @triton.jit
 def _now(on: tl.constexpr):

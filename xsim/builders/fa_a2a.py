@@ -111,8 +111,7 @@ def paced_stream(shape: AttentionShape, pid: int, qloop: QLoop, pace: int) -> tu
     n_remote = shape.n_tiles - shape.n_tiles // shape.sp
     remote = [i < n_remote for i in shape.program_tiles(pid)]         # remote-first positions
     mainloop, nbytes = [], []
-    for j, _ in enumerate(remote):
-        prev = j > 0 and remote[j - 1]
+    for prev in ([False] + remote)[:len(remote)]:   # tile j carries tile j - 1's chunks
         mainloop.extend(seg)
         nbytes.extend([chunk * prev] * len(cuts) + [chunk * (pace - len(cuts)) * prev])
     if remote and remote[-1]:

@@ -66,11 +66,17 @@ def _rows(profile) -> list[tuple[str, object]]:
     return rows
 
 
+def _beside_records(args, given: str | None, suffix: str) -> Path:
+    """The path given on the command line, else ``<name><suffix>`` beside the first record file
+    (name: the profile's, or the output file's stem)."""
+    name = args.name or Path(args.output).stem
+    return Path(given) if given else Path(args.records[0]).parent / f"{name}{suffix}"
+
+
 def _traces(args) -> Path | None:
     from calibration.records import RecordError
 
-    name = args.name or Path(args.output).stem
-    folder = Path(args.traces) if args.traces else Path(args.records[0]).parent / f"{name}-traces"
+    folder = _beside_records(args, args.traces, "-traces")
     if not folder.is_dir():
         if args.traces:
             raise RecordError(f"traces folder {args.traces} does not exist")
@@ -95,8 +101,7 @@ def _loadgate_records(args, micro):
 
     if args.no_loadgate or args.no_des:
         return None
-    name = args.name or Path(args.output).stem
-    path = Path(args.loadgate) if args.loadgate else Path(args.records[0]).parent / f"{name}-loadgate.jsonl"
+    path = _beside_records(args, args.loadgate, "-loadgate.jsonl")
     if not path.is_file():
         if args.loadgate:
             raise RecordError(f"loadgate records {args.loadgate} do not exist")
