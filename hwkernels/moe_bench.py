@@ -31,6 +31,7 @@ import time
 from dataclasses import replace
 
 from . import moe, records
+from .moe_stamps import tile_times
 from .moe_bench_gemm import gemm_phase, read_settings, tune, write_settings
 from .moe_catalog import load_configs
 from .stats import summarize
@@ -145,12 +146,15 @@ def _local_out(shape, device):
 
 
 def _stamp_samples(fused, kernel_us):
-    t = moe.tile_times(fused.stamp_array(), fused.tiles.cpu().numpy())
+    t = tile_times(fused.stamp_array(), fused.tiles.cpu().numpy(), fused.offsets.cpu().numpy())
     span = t.of(1, "store_us")
     return {"kernel_us": kernel_us, "span_us": span, "stall_us": span,
             "wait_us": t.of(1, "wait_us"), "signal_us": t.of(0, "signal_us"),
             "l1_mainloop_us": t.of(0, "mainloop_us"), "l2_mainloop_us": t.of(1, "mainloop_us"),
-            "l1_wait_us": t.of(0, "wait_us"), "l1_store_us": t.of(0, "store_us")}
+            "l1_wait_us": t.of(0, "wait_us"), "l1_store_us": t.of(0, "store_us"),
+            "l1_epilogue_us": t.of(0, "epilogue_us"), "l2_epilogue_us": t.of(1, "epilogue_us"),
+            "l1_gap_us": t.of(0, "gap_us"), "l2_gap_us": t.of(1, "gap_us"),
+            "outside_us": kernel_us - t.tiles_span_us}
 
 
 def run_kernel(b: Bench, cfg, data, lay, ref, out, cpu_out, schedule, signal=0):
@@ -243,9 +247,12 @@ def _fused_mainloop_records(b: Bench, cfg, params, stats, ok):
     """Kind "mainloop" records (source "fused-local") from a local-Combine run's stamps."""
     s = cfg.shape
     names = {"l1": {"mainloop_us": "l1_mainloop_us", "wait_us": "l1_wait_us",
-                    "store_us": "l1_store_us", "signal_us": "signal_us"},
+                    "store_us": "l1_store_us", "signal_us": "signal_us",
+                    "epilogue_us": "l1_epilogue_us", "gap_us": "l1_gap_us",
+                    "kernel_outside_us": "outside_us"},   # per kernel, once (in the L1 record)
              "l2": {"mainloop_us": "l2_mainloop_us", "store_us": "span_us",
-                    "dep_wait_us": "wait_us"}}   # an L2 wait includes its dependency
+                    "dep_wait_us": "wait_us",    # an L2 wait includes its dependency
+                    "epilogue_us": "l2_epilogue_us", "gap_us": "l2_gap_us"}}
     for kind, pick in names.items():
         p = {"precision": s.precision, "block_m": s.block_m,
              "block_n": s.block_n1 if kind == "l1" else s.block_n2,

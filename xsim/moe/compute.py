@@ -6,9 +6,12 @@ params ``{precision, block_m, block_n, k_dim, kind: "l1" | "l2"}``, stats ``main
 ``l1`` ``block_n`` is ``block_n1``, the intermediate columns) give the time per tile: for one
 (precision, block_m, block_n, kind) the medians are fit by ``t = fixed_us + per_k_us * k_dim``
 (least squares; one point: proportional), so any ``k_dim`` is predicted from one calibration.
-The same records' per-tile costs outside the mainloop (``wait_us`` with no dependency
-pending, an L1 tile's ``store_us`` and ``signal_us``) are the kernel's fixed per-tile costs
-(:meth:`MainloopModel.overhead_us`).
+The same records' per-tile costs outside the mainloop are the kernel's fixed per-tile costs
+(:meth:`MainloopModel.overhead_us`): ``gap_us`` (the bookkeeping between a program's tiles) and
+``wait_us`` with no dependency pending before the mainloop; ``epilogue_us`` after it (both
+kinds), and for L1 its ``store_us`` and ``signal_us``. The fused-local records' ``kernel_outside_us``
+(launch, prologue and exit: the kernel's CUDA-event time minus its first-to-last stamp) is
+the per-kernel fixed cost (:attr:`MainloopModel.kernel_outside_us`).
 
 Which records: for each key, the fused kernel's own per-tile times from the local-Combine
 control (params ``source = "fused-local"``: ``hwkernels.moe_bench --combine local``, the same
@@ -64,7 +67,8 @@ class MainloopModel:
     fits: dict = field(default_factory=dict)   # (precision, block_m, block_n, kind) -> LinearFit
     fixed_us: float = 0.0                       # roofline's per-tile fixed cost
     records_file: str = ""
-    overheads: dict = field(default_factory=dict)  # same key -> {"wait_us", "store_us", "signal_us"}
+    overheads: dict = field(default_factory=dict)  # same key -> {name in OVERHEADS: us}
+    kernel_outside_us: float = 0.0              # per kernel: launch, prologue, exit
 
     def overhead_us(self, shape: MoEShape, kind: str, name: str) -> float:
         """A measured per-tile cost outside the mainloop (0 without records): ``wait_us`` (before
@@ -72,8 +76,18 @@ class MainloopModel:
         return self.overheads.get(self._key(shape, kind), {}).get(name, 0.0)
 
     def l1_epilogue_us(self, shape: MoEShape) -> float:
-        """An L1 tile's local activation store and its l2_full release, as measured."""
-        return self.overhead_us(shape, "l1", "store_us") + self.overhead_us(shape, "l1", "signal_us")
+        """An L1 tile's epilogue (SwiGLU and cast), its local activation store and its l2_full
+        release, as measured."""
+        return sum(self.overhead_us(shape, "l1", name) for name in ("epilogue_us", "store_us", "signal_us"))
+
+    def l2_epilogue_us(self, shape: MoEShape) -> float:
+        """An L2 tile's epilogue before its first Combine store (weighting and cast), as measured."""
+        return self.overhead_us(shape, "l2", "epilogue_us")
+
+    def before_mainloop_us(self, shape: MoEShape, kind: str) -> float:
+        """A tile's fixed costs before its mainloop, as measured: the bookkeeping since the
+        previous tile of the program ended (``gap_us``) and the wait with nothing pending."""
+        return self.overhead_us(shape, kind, "gap_us") + self.overhead_us(shape, kind, "wait_us")
 
     def l1_us(self, shape: MoEShape, weight_reuse: float = 1.0) -> float:
         return self._tile_us(shape, "l1", weight_reuse)
@@ -118,6 +132,17 @@ def peaks_for(platform_name: str) -> dict:
 
 
 FUSED_SOURCE = "fused-local"
+OVERHEADS = ("wait_us", "store_us", "signal_us", "epilogue_us", "gap_us")
+KERNEL_OUTSIDE = "kernel_outside_us"   # a local-Combine run's time outside every tile (per kernel)
+
+
+def fit_kernel_outside_us(records: list[dict]) -> float:
+    """The kernel's time outside its tiles (launch, prologue, exit: CUDA-event time minus the
+    first-to-last stamp), the mean of the fused-local records' medians (0 without any)."""
+    values = [float(r["stats"][KERNEL_OUTSIDE]["median"]) for r in _mainloop_records(records)
+              if r["params"].get("source") == FUSED_SOURCE and r["params"].get("kind") == "l1"
+              and KERNEL_OUTSIDE in r.get("stats", {})]
+    return float(np.mean(values)) if values else 0.0
 
 
 def _key_of(rec: dict) -> tuple:
@@ -170,7 +195,7 @@ def fit_overheads(records: list[dict]) -> dict:
         groups: dict[tuple, dict[str, list[float]]] = {}
         for rec in pool:
             stats = rec.get("stats", {})
-            for name in ("wait_us", "store_us", "signal_us"):
+            for name in OVERHEADS:
                 if name in stats:
                     groups.setdefault(_key_of(rec), {}).setdefault(name, []).append(float(stats[name]["median"]))
         for key, d in groups.items():
@@ -212,8 +237,8 @@ def mainloop_model(platform_name: str, sms: int, records_path: str = "", use_rec
         source = "records given"
     records = records if use_records and records is not None else []
     try:
-        fits, overheads = fit_records(records), fit_overheads(records)
+        fits, overheads, outside = fit_records(records), fit_overheads(records), fit_kernel_outside_us(records)
     except (KeyError, TypeError, AttributeError) as exc:  # a record of another shape: one line upstream
         raise ValueError(f"moe records {source or 'given'}: a mainloop record lacks or mistypes {exc}") from None
     return MainloopModel(peaks=peaks_for(platform_name), sms=sms, fits=fits, fixed_us=fixed_us,
-                         records_file=source if fits else "", overheads=overheads)
+                         records_file=source if fits else "", overheads=overheads, kernel_outside_us=outside)
