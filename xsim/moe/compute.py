@@ -6,6 +6,9 @@ params ``{precision, block_m, block_n, k_dim, kind: "l1" | "l2"}``, stats ``main
 ``l1`` ``block_n`` is ``block_n1``, the intermediate columns) give the time per tile: for one
 (precision, block_m, block_n, kind) the medians are fit by ``t = fixed_us + per_k_us * k_dim``
 (least squares; one point: proportional), so any ``k_dim`` is predicted from one calibration.
+Where records of the very shape exist (params ``hidden`` and ``intermediate`` equal, any routing
+and schedule) their mean is used instead (:func:`fit_shapes`): the fit spans shapes whose
+weight traffic differs, and misses a measured shape by up to ~15 %.
 The same records' per-tile costs outside the mainloop are the kernel's fixed per-tile costs
 (:meth:`MainloopModel.overhead_us`): ``gap_us`` (the bookkeeping between a program's tiles) and
 ``wait_us`` with no dependency pending before the mainloop; ``epilogue_us`` after it (both
@@ -69,6 +72,7 @@ class MainloopModel:
     records_file: str = ""
     overheads: dict = field(default_factory=dict)  # same key -> {name in OVERHEADS: us}
     kernel_outside_us: float = 0.0              # per kernel: launch, prologue, exit
+    shapes: dict = field(default_factory=dict)  # key + (hidden, intermediate) -> mean mainloop us
 
     def overhead_us(self, shape: MoEShape, kind: str, name: str) -> float:
         """A measured per-tile cost outside the mainloop (0 without records): ``wait_us`` (before
@@ -96,14 +100,24 @@ class MainloopModel:
         return self._tile_us(shape, "l2", weight_reuse)
 
     def source(self, shape: MoEShape) -> dict:
-        """"records" or "roofline" for each tile kind of this shape."""
-        return {kind: "records" if self._key(shape, kind) in self.fits else "roofline" for kind in ("l1", "l2")}
+        """For each tile kind of this shape: "shape" (records of this very shape), "records"
+        (the fit over k of records of other shapes) or "roofline"."""
+        def one(kind):
+            if self._shape_key(shape, kind) in self.shapes:
+                return "shape"
+            return "records" if self._key(shape, kind) in self.fits else "roofline"
+        return {kind: one(kind) for kind in ("l1", "l2")}
+
+    def _shape_key(self, shape: MoEShape, kind: str) -> tuple:
+        return self._key(shape, kind) + (shape.hidden, shape.intermediate)
 
     def _key(self, shape: MoEShape, kind: str) -> tuple:
         block_n = shape.block_n1 if kind == "l1" else shape.block_n2
         return (shape.precision, shape.block_m, block_n, kind)
 
     def _tile_us(self, shape: MoEShape, kind: str, weight_reuse: float) -> float:
+        if self._shape_key(shape, kind) in self.shapes:
+            return self.shapes[self._shape_key(shape, kind)]
         fit = self.fits.get(self._key(shape, kind))
         k_dim = shape.hidden if kind == "l1" else shape.intermediate
         if fit is not None:
@@ -185,6 +199,19 @@ def fit_records(records: list[dict]) -> dict:
     return fits
 
 
+def fit_shapes(records: list[dict]) -> dict:
+    """(precision, block_m, block_n, kind, hidden, intermediate) -> the mean over the preferred
+    records of that very shape (every routing and schedule) of each record's mean mainloop_us:
+    a program's time is the sum of its tiles', so the mean is the statistic that adds up."""
+    groups: dict[tuple, list[float]] = {}
+    for rec in preferred(records):
+        p, stats = rec["params"], rec.get("stats", {})
+        if "hidden" in p and "intermediate" in p and "mainloop_us" in stats:
+            value = stats["mainloop_us"].get("mean", stats["mainloop_us"]["median"])
+            groups.setdefault(_key_of(rec) + (int(p["hidden"]), int(p["intermediate"])), []).append(float(value))
+    return {key: float(np.mean(v)) for key, v in groups.items()}
+
+
 def fit_overheads(records: list[dict]) -> dict:
     """Key -> mean over the records of each per-tile overhead's median (wait, store, signal),
     from the preferred records where they have it, else from the others."""
@@ -238,7 +265,9 @@ def mainloop_model(platform_name: str, sms: int, records_path: str = "", use_rec
     records = records if use_records and records is not None else []
     try:
         fits, overheads, outside = fit_records(records), fit_overheads(records), fit_kernel_outside_us(records)
+        shapes = fit_shapes(records)
     except (KeyError, TypeError, AttributeError) as exc:  # a record of another shape: one line upstream
         raise ValueError(f"moe records {source or 'given'}: a mainloop record lacks or mistypes {exc}") from None
     return MainloopModel(peaks=peaks_for(platform_name), sms=sms, fits=fits, fixed_us=fixed_us,
-                         records_file=source if fits else "", overheads=overheads, kernel_outside_us=outside)
+                         records_file=source if fits else "", overheads=overheads, kernel_outside_us=outside,
+                         shapes=shapes)
