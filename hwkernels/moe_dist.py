@@ -176,15 +176,14 @@ def dispatch(shape: MoEShape, plan: DispatchPlan, x_own, ranks):
     if got.cpu().tolist() != plan.recv_counts.tolist():
         raise RuntimeError(f"rank {ranks.rank}: Dispatch counts {got.cpu().tolist()} differ "
                            f"from the routing's {plan.recv_counts.tolist()}")
+    dev, raw = x_own.device, x_own.view(torch.uint8)      # bytes: fp8 rows move as they are
     first = shape.tokens * ranks.rank
-    send = x_own[torch.as_tensor(plan.send_tokens - first).to(x_own.device)].contiguous()
-    recv = torch.empty(len(plan.recv_tokens), shape.hidden, dtype=x_own.dtype,
-                       device=x_own.device)
-    ranks.all_to_all(recv.view(torch.uint8), send.view(torch.uint8), plan.recv_counts,
-                     plan.send_counts)
+    send = raw[torch.as_tensor(plan.send_tokens - first).to(dev)].contiguous()
+    recv = torch.empty(len(plan.recv_tokens), raw.shape[1], dtype=torch.uint8, device=dev)
+    ranks.all_to_all(recv, send, plan.recv_counts, plan.send_counts)
     x_recv = torch.full((shape.tokens * shape.ep, shape.hidden), float("nan"),
-                        device=x_own.device).to(x_own.dtype)
-    x_recv[torch.as_tensor(plan.recv_tokens).to(x_own.device)] = recv
+                        device=dev).to(x_own.dtype)
+    x_recv.view(torch.uint8)[torch.as_tensor(plan.recv_tokens).to(dev)] = recv
     return x_recv
 
 
@@ -198,7 +197,8 @@ def rank_inputs(shape: MoEShape, routing: Routing, seed: int, ranks):
     if shape.precision == "fp8":
         import torch
 
-        got = data.x[torch.as_tensor(plan.recv_tokens).to(data.x.device)]
+        idx = torch.as_tensor(plan.recv_tokens).to(data.x.device)
+        got = data.x.view(torch.uint8)[idx].view(data.x.dtype)
         amax = _act_amax(MoEData(got, data.w1, data.w2, data.scales, "fp8")) if len(got) else 0.0
         data.scales[1] = max(ranks.max_of(amax), 1e-12) / FP8_MAX
     return data, x
