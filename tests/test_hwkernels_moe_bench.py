@@ -16,22 +16,9 @@ import pytest  # noqa: E402
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
+from helpers_ranks import WallEvent  # noqa: E402
 from hwkernels import moe, moe_bench, moe_catalog  # noqa: E402
 from xsim.moe.shapes import MoEShape  # noqa: E402
-
-
-class WallEvent:
-    def __init__(self, **_):
-        self.t = 0.0
-
-    def record(self):
-        self.t = time.perf_counter()
-
-    def synchronize(self):
-        pass
-
-    def elapsed_time(self, other):
-        return (other.t - self.t) * 1e3
 
 
 @pytest.fixture

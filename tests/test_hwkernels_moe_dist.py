@@ -17,7 +17,7 @@ pytest.importorskip("triton")
 from helpers_ranks import SharedDest, join_gloo, patch_cpu_runner, shared_buffers, spawn  # noqa: E402
 from hwkernels import moe, moe_catalog, moe_dist  # noqa: E402
 from xsim.moe.layout import expert_layout  # noqa: E402
-from xsim.moe.routing import Routing, route  # noqa: E402
+from xsim.moe.routing import route  # noqa: E402
 from xsim.moe.shapes import MoEShape  # noqa: E402
 
 
