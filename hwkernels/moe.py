@@ -19,8 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .moe_stamps import STAMP_COLS
+
 FP8_MAX = 448.0
-STAMP_COLS = 6
 DEFAULT_MAX_SPINS = 4_000_000   # ~1-4 s of polling on an H200: far above any real wait
 
 
@@ -350,32 +351,3 @@ class FusedMoE:
         """True when every program ran on its own SM (needs stamps on)."""
         sm = self.sm[: self.n_streams].cpu().numpy()
         return bool(np.all(sm >= 0) and len(set(sm.tolist())) == self.n_streams)
-
-
-@dataclass(frozen=True)
-class TileTimes:
-    """Per-tile times (microseconds) from one run's stamps; kind 0 = L1, 1 = L2."""
-
-    kind: np.ndarray
-    wait_us: np.ndarray       # tile start -> mainloop start (L2: the l2_full wait)
-    mainloop_us: np.ndarray   # mainloop start -> end
-    store_us: np.ndarray      # epilogue store span (L2: the Combine span T_RS)
-    signal_us: np.ndarray     # store end -> tile end (L1: the release of l2_full)
-    start_us: np.ndarray      # tile start relative to the run's first tile start
-
-    def of(self, kind: int, name: str) -> np.ndarray:
-        return getattr(self, name)[self.kind == kind]
-
-
-def tile_times(stamps: np.ndarray, tiles: np.ndarray) -> TileTimes:
-    """stamps int64 [n, 6] (%globaltimer ns, columns as in moe_kernels); tiles int32 [n, 4]."""
-    st = np.asarray(stamps, dtype=np.int64)
-    if st.ndim != 2 or st.shape[1] != STAMP_COLS or st.shape[0] != len(tiles):
-        raise ValueError(f'"stamps" must have shape [{len(tiles)}, {STAMP_COLS}].')
-    d = np.diff(st, axis=1)
-    if np.any(d < 0):
-        raise ValueError("tile stamps are not increasing")
-    us = d.astype(np.float64) / 1e3
-    return TileTimes(kind=np.asarray(tiles)[:, 0].copy(), wait_us=us[:, 0],
-                     mainloop_us=us[:, 1], store_us=us[:, 3], signal_us=us[:, 4],
-                     start_us=(st[:, 0] - st[:, 0].min()).astype(np.float64) / 1e3)

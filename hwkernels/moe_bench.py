@@ -21,16 +21,10 @@ one per config x schedule x tile kind) of the fused kernel's own per-tile times:
 mainloop, and for L1 its fixed costs (wait before the mainloop, nothing to wait for; the
 activation store; the release), for L2 the local Combine store. These carry no link
 information: xsim.moe.compute prefers them over the GEMM-only records.
---target host: one process (ep = 1), the Combine into mapped pinned host memory.
---target peer under torchrun with N >= 2 ranks (EP = N, moe_dist.py): every config's shape gets
-ep = N (its tokens are per rank; experts not divisible by N is a one-line error, exit 2),
-Dispatch is an all-to-all before the kernel (outside its timing, as the one-GPU input x is in HBM
-before the kernel starts), the Combine stores each row into its token's rank's buffer over
-symmetric memory, and each rank checks the buffer it received after a barrier. Per trial the
-kernel time is the maximum over ranks (records: the median of those maxima); per-tile
-distributions pool every rank's tiles; rank 0 writes the records (platform gpu_count = N,
-params destination "peer", ep = N). gemm/mainloop, --tune, --combine local: one GPU only.
-Never run on GPUs so far: the N-rank path is tested on the CPU (tests/test_hwkernels_moe_dist.py).
+--target host: one process (ep = 1). --target peer, N >= 2 ranks under torchrun: EP = N as
+moe_dist.py says (Dispatch all-to-all outside the timed kernel, Combine into each token's
+rank's buffer, each rank checks what it received; per-trial kernel time = max over ranks; rank
+0 writes the records); kernel and signal phases only. Never run on GPUs: CPU-tested (gloo).
 """
 
 import argparse
@@ -40,6 +34,7 @@ import time
 from dataclasses import replace
 
 from . import moe, moe_dist, records
+from .moe_stamps import tile_times
 from .moe_bench_gemm import gemm_phase, read_settings, tune, write_settings
 from .moe_catalog import load_configs
 from .ranks import SOLO
@@ -167,12 +162,15 @@ def _local_out(shape, device):
 
 
 def _stamp_samples(fused, kernel_us):
-    t = moe.tile_times(fused.stamp_array(), fused.tiles.cpu().numpy())
+    t = tile_times(fused.stamp_array(), fused.tiles.cpu().numpy(), fused.offsets.cpu().numpy())
     span = t.of(1, "store_us")
     return {"kernel_us": kernel_us, "span_us": span, "stall_us": span,
             "wait_us": t.of(1, "wait_us"), "signal_us": t.of(0, "signal_us"),
             "l1_mainloop_us": t.of(0, "mainloop_us"), "l2_mainloop_us": t.of(1, "mainloop_us"),
-            "l1_wait_us": t.of(0, "wait_us"), "l1_store_us": t.of(0, "store_us")}
+            "l1_wait_us": t.of(0, "wait_us"), "l1_store_us": t.of(0, "store_us"),
+            "l1_epilogue_us": t.of(0, "epilogue_us"), "l2_epilogue_us": t.of(1, "epilogue_us"),
+            "l1_gap_us": t.of(0, "gap_us"), "l2_gap_us": t.of(1, "gap_us"),
+            "outside_us": kernel_us - t.tiles_span_us}
 
 
 def run_kernel(b: Bench, cfg, data, lay, ref, out, cpu_out, schedule, signal=0,
@@ -286,9 +284,12 @@ def _fused_mainloop_records(b: Bench, cfg, params, stats, ok):
     """Kind "mainloop" records (source "fused-local") from a local-Combine run's stamps."""
     s = cfg.shape
     names = {"l1": {"mainloop_us": "l1_mainloop_us", "wait_us": "l1_wait_us",
-                    "store_us": "l1_store_us", "signal_us": "signal_us"},
+                    "store_us": "l1_store_us", "signal_us": "signal_us",
+                    "epilogue_us": "l1_epilogue_us", "gap_us": "l1_gap_us",
+                    "kernel_outside_us": "outside_us"},   # per kernel, once (in the L1 record)
              "l2": {"mainloop_us": "l2_mainloop_us", "store_us": "span_us",
-                    "dep_wait_us": "wait_us"}}   # an L2 wait includes its dependency
+                    "dep_wait_us": "wait_us",    # an L2 wait includes its dependency
+                    "epilogue_us": "l2_epilogue_us", "gap_us": "l2_gap_us"}}
     for kind, pick in names.items():
         p = {"precision": s.precision, "block_m": s.block_m,
              "block_n": s.block_n1 if kind == "l1" else s.block_n2,

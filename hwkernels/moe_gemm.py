@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import moe
+from .moe_stamps import tile_times
 from .stats import summarize
 
 
@@ -190,4 +191,4 @@ def mainloop_samples(p: GemmProblem, path: str, config: moe.KernelConfig):
     fused, err, _, _ = _checked_run(p, path, replace(config, stamps=True))
     if err > _tol(p, path):
         return False, None
-    return True, moe.tile_times(fused.stamp_array(), fused.tiles.cpu().numpy())
+    return True, tile_times(fused.stamp_array(), fused.tiles.cpu().numpy(), fused.offsets.cpu().numpy())

@@ -7,10 +7,10 @@
   owner has poisoned its buffer) and after it (every remote store visible to its receiver).
 - ``agree(ok, err)``: every rank's check AND-ed, errors MAX-ed (harness.measure's ``agree``).
 - ``max_of(x)``: the maximum over ranks of a number (a per-trial kernel time).
-- ``pool(samples)``: one trial's ``{name: number | array}`` of every rank: numbers become their
-  maximum over ranks (the trial's time is its slowest rank's), arrays are concatenated in
-  rank order (per-tile distributions over every rank's tiles). An exception passed in by any
-  rank is raised on every rank, so all of them leave the trial together instead of waiting.
+- ``pool(samples)``: one trial's ``{name: number | array}`` of every rank: ``kernel_us`` (the
+  trial's time) becomes its maximum over ranks, every other sample is concatenated in rank
+  order (per-tile distributions over every rank's tiles). An exception passed in by any rank
+  is raised on every rank, so all of them leave the trial together instead of waiting.
 - ``all_to_all(out, inp, out_counts, in_counts)``: ``all_to_all_single`` on dim 0.
 """
 
@@ -89,8 +89,9 @@ class Ranks(Solo):
                                [int(c) for c in in_counts])
 
 
-def pool_samples(every: list[dict]) -> dict:
-    """Combine one trial's samples of every rank (see the module doc): pure, no collectives."""
+def pool_samples(every: list[dict], maxed=("kernel_us",)) -> dict:
+    """Combine one trial's samples of every rank (see the module doc): pure, no collectives;
+    ``maxed``: the names whose maximum over ranks is kept (numbers)."""
     if not every:
         raise ValueError('"every" must hold one dict per rank.')
     names = set(every[0])
@@ -99,7 +100,7 @@ def pool_samples(every: list[dict]) -> dict:
     out = {}
     for name in every[0]:
         vals = [s[name] for s in every]
-        if all(np.ndim(v) == 0 for v in vals):
+        if name in maxed:
             out[name] = max(float(v) for v in vals)
         else:
             out[name] = np.concatenate([np.atleast_1d(np.asarray(v, dtype=np.float64))

@@ -5,7 +5,8 @@ buffer and the receiver's check reads what really arrived there.
 
     buffers = shared_buffers(world, nbytes)
     spawn(child_fn, world, buffers, *args)   # child_fn(rank, world, port, buffers, *args)
-    # in a child: d = join_gloo(rank, world, port); patch_cpu_runner(d, SharedDest(buffers, rank))
+    # in a child: d = join_gloo(rank, world, port); patch_cpu_runner(d, SharedDest(buffers, rank));
+    # ... ; leave_gloo(done)
 """
 
 import os
@@ -84,6 +85,16 @@ def join_gloo(rank: int, world: int, port: int):
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=world)
     return Dist(rank, world, torch.device("cpu"))
+
+
+def leave_gloo(done: bool) -> None:
+    """End a child's process group (done: after a last barrier, every rank at its end); left
+    alive, gloo's threads can abort the process at exit."""
+    import torch.distributed as dist
+
+    if done:
+        dist.barrier()
+    dist.destroy_process_group()
 
 
 def patch_cpu_runner(d, dest) -> None:

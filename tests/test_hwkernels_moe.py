@@ -118,21 +118,6 @@ def test_mblock_bounds_follow_the_layout():
     assert rend.tolist() == [5, 21, 21]
 
 
-def test_tile_times_columns():
-    stamps = np.array([[100, 1100, 5100, 5600, 9600, 9800],
-                       [0, 0, 2000, 2500, 2600, 7600]], np.int64)
-    tiles = np.array([(1, 0, 0, 0), (0, 0, 0, 0)], np.int32)
-    t = moe.tile_times(stamps, tiles)
-    assert t.wait_us.tolist() == [1.0, 0.0]
-    assert t.mainloop_us.tolist() == [4.0, 2.0]
-    assert t.store_us.tolist() == [4.0, 0.1]
-    assert t.signal_us.tolist() == [0.2, 5.0]
-    assert t.of(1, "store_us").tolist() == [4.0]
-    assert t.start_us.tolist() == [0.1, 0.0]
-    with pytest.raises(ValueError, match="not increasing"):
-        moe.tile_times(stamps[:, ::-1], tiles)
-
-
 def test_kernel_config_is_validated():
     with pytest.raises(ValueError, match='"block_k"'):
         moe.KernelConfig(block_k=48)

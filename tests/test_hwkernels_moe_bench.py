@@ -106,8 +106,9 @@ def test_local_combine_records_the_fused_mainloops(cpu_runner, tmp_path, monkeyp
     assert all(r["params"]["source"] == "fused-local" and r["check"]["ok"] for r in loops)
     l1 = next(r for r in loops if r["params"]["kind"] == "l1")
     l2 = next(r for r in loops if r["params"]["kind"] == "l2")
-    assert set(l1["stats"]) == {"mainloop_us", "wait_us", "store_us", "signal_us"}
-    assert set(l2["stats"]) == {"mainloop_us", "store_us", "dep_wait_us"}   # no fixed wait
+    assert set(l1["stats"]) == {"mainloop_us", "wait_us", "store_us", "signal_us", "epilogue_us", "gap_us",
+                                "kernel_outside_us"}                      # once per kernel: in L1's
+    assert set(l2["stats"]) == {"mainloop_us", "store_us", "dep_wait_us", "epilogue_us", "gap_us"}  # no fixed wait
     assert l1["params"]["k_dim"] == cpu_runner.shape.hidden
     assert l2["params"]["k_dim"] == cpu_runner.shape.intermediate
     assert all(r["params"]["destination"] == "local" for r in recs if r["kind"] == "kernel_local")

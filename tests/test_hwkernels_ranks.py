@@ -7,10 +7,11 @@ from hwkernels.ranks import SOLO, pool_samples
 
 
 def test_pool_takes_the_slowest_rank_time_and_every_rank_tiles():
-    got = pool_samples([{"kernel_us": 3.0, "span_us": np.array([1.0, 2.0])},
-                        {"kernel_us": 5.0, "span_us": np.array([7.0])}])
+    got = pool_samples([{"kernel_us": 3.0, "span_us": np.array([1.0, 2.0]), "outside_us": 0.5},
+                        {"kernel_us": 5.0, "span_us": np.array([7.0]), "outside_us": 0.25}])
     assert got["kernel_us"] == 5.0
     assert got["span_us"].tolist() == [1.0, 2.0, 7.0]
+    assert got["outside_us"].tolist() == [0.5, 0.25]          # one per rank, not maxed
 
 
 def test_pool_refuses_ranks_that_disagree():

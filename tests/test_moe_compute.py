@@ -66,3 +66,36 @@ def test_fused_local_records_are_preferred_per_key():
     model = mainloop_model("x", 132, records=gemm + fused)
     assert model.overhead_us(SHAPE, "l2", "store_us") == pytest.approx(0.4)   # preferred
     assert model.overhead_us(SHAPE, "l2", "wait_us") == pytest.approx(0.9)    # filled in
+
+
+def fused(kind, k_dim, mean, hidden, intermediate, **stats):
+    # test data made up for the model, not a measurement
+    rec = record(kind, k_dim, mean + 1.0)           # a median that must not be used per shape
+    rec["params"].update({"source": "fused-local", "hidden": hidden, "intermediate": intermediate})
+    rec["stats"]["mainloop_us"]["mean"] = mean
+    rec["stats"].update({k: {"median": v} for k, v in stats.items()})
+    return rec
+
+
+def test_records_of_the_very_shape_beat_the_fit():
+    recs = [fused("l2", 1024, 6.0, 2048, 1024), fused("l2", 1024, 8.0, 2048, 1024),   # two schedules
+            fused("l2", 2048, 20.0, 4096, 2048)]
+    model = mainloop_model("x", 132, records=recs)
+    assert model.l2_us(SHAPE) == pytest.approx(7.0)                    # mean of the shape's means
+    assert model.source(SHAPE)["l2"] == "shape"
+    other = MoEShape(hidden=1024, intermediate=1536, experts=8, topk=2, tokens=512, precision="fp8")
+    fit = fit_records(recs)[("fp8", 128, 128, "l2")]                  # medians, over k
+    assert model.l2_us(other) == pytest.approx(fit.at(1536)) and model.source(other)["l2"] == "records"
+
+
+def test_fixed_costs_around_the_mainloops():
+    l1 = fused("l1", 2048, 8.0, 2048, 1024, wait_us=0.8, gap_us=0.2, epilogue_us=2.0, store_us=0.5,
+               signal_us=1.0, kernel_outside_us=6.5)
+    l2 = fused("l2", 1024, 4.0, 2048, 1024, gap_us=0.1, epilogue_us=0.3, store_us=0.4)
+    model = mainloop_model("x", 132, records=[l1, l2])
+    assert model.before_mainloop_us(SHAPE, "l1") == pytest.approx(1.0)   # gap + wait
+    assert model.before_mainloop_us(SHAPE, "l2") == pytest.approx(0.1)   # no fixed L2 wait recorded
+    assert model.l1_epilogue_us(SHAPE) == pytest.approx(3.5)             # epilogue + store + signal
+    assert model.l2_epilogue_us(SHAPE) == pytest.approx(0.3)
+    assert model.kernel_outside_us == pytest.approx(6.5)
+    assert mainloop_model("x", 132, records=[l2]).kernel_outside_us == 0.0   # only L1 records carry it

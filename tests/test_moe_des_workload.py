@@ -80,3 +80,14 @@ def test_eq15_with_double_buffering_subtracts_the_next_mainloop():
 def test_unknown_release_is_an_error():
     with pytest.raises(ValueError, match='"l1_release" must be one of'):
         case(release="eventually")
+
+
+def test_the_prologue_delays_each_programs_first_tile_only():
+    table, lay, w = case()
+    plat = toy_platform(t_iss0_us=1.0, drain_gbps=2.0, capacity_bytes=4096.0)
+    p = tile_workload(table, SHAPE, lay, plat, t_l1_us=3.0, t_l2_us=2.0, prologue_us=5.0)
+    firsts = table.offsets[:-1][np.diff(table.offsets) > 0]
+    extra = p.mainloop_us - w.mainloop_us
+    assert np.allclose(extra[firsts], 5.0) and np.count_nonzero(extra) == len(firsts)
+    later = simulate(p, engine="fast", trace=False).makespan_us
+    assert later == pytest.approx(simulate(w, engine="fast", trace=False).makespan_us + 5.0, abs=1.0)

@@ -47,7 +47,10 @@ PARAMS = {
                      choices=("auto", "roofline")),
     "mainloop_records": Param("str", "", "moe records file (default: calibration/records/<platform>-moe.jsonl)"),
     "tile_fixed_us": Param("us", 0.0, "roofline's fixed per-tile cost", minimum=0),
-    "l2_epilogue_us": Param("us", 0.0, "fixed epilogue time before a Linear-2 tile's first store", minimum=0),
+    "l2_epilogue_us": Param("us", -1.0, "fixed epilogue time before a Linear-2 tile's first store "
+                            "(< 0: the compute model's measured one, 0 without records)"),
+    "prologue_us": Param("us", -1.0, "fixed time before each program's first tile: the kernel's time outside "
+                         "its tiles (< 0: the compute model's measured one, 0 without records)"),
     "kernel_overhead_us": Param("us", 0.0, "fixed kernel time outside the tiles (launch, Dispatch)", minimum=0),
     "l2_cache_bytes": Param("bytes", 0, "L2 cache the selector's locality model uses (0: the GPU's)", minimum=0),
     "tile_table": Param("str", "", "a tile table (.npz with offsets, tiles) to run instead of the schedule's"),
@@ -72,11 +75,14 @@ class Config:
                                     records=mainloop_records)
         used = self.layout.rows_per_expert > 0
         reuse = float(np.mean(np.diff(self.layout.expert_mblock)[used])) if used.any() else 1.0
-        # the measured wait before a mainloop with nothing pending is part of every tile's cost
-        self.wait_overhead_us = {k: self.model.overhead_us(self.shape, k, "wait_us") for k in ("l1", "l2")}
+        # the measured bookkeeping and wait (nothing pending) before a mainloop are part of every tile
+        self.wait_overhead_us = {k: self.model.before_mainloop_us(self.shape, k) for k in ("l1", "l2")}
         self.t_l1_us = self.model.l1_us(self.shape, reuse) + self.wait_overhead_us["l1"]
         self.t_l2_us = self.model.l2_us(self.shape, reuse) + self.wait_overhead_us["l2"]
         self.l1_epilogue_us = self.model.l1_epilogue_us(self.shape)
+        self.l2_epilogue_us = (self.model.l2_epilogue_us(self.shape) if params["l2_epilogue_us"] < 0
+                               else params["l2_epilogue_us"])
+        self.prologue_us = self.model.kernel_outside_us if params["prologue_us"] < 0 else params["prologue_us"]
 
     def table(self, schedule: str):
         if self.params["tile_table"]:
@@ -90,8 +96,8 @@ class Config:
         p = self.params
         table = self.table(schedule) if table is None else table
         return tile_workload(table, self.shape, self.layout, self.platform, self.t_l1_us,
-                             self.t_l2_us, p["staging_depth"], p["l1_release"], p["l2_epilogue_us"],
-                             self.l1_epilogue_us)
+                             self.t_l2_us, p["staging_depth"], p["l1_release"], self.l2_epilogue_us,
+                             self.l1_epilogue_us, self.prologue_us)
 
     def locality(self, table, result):
         key = "b200" if self.platform.name.startswith("paper") else "h200"
@@ -171,6 +177,7 @@ def _header(cfg: Config) -> dict:
         "compute_model": source, "mainloop_records": cfg.model.records_file or None,
         "l1_mainloop_us": cfg.t_l1_us, "l2_mainloop_us": cfg.t_l2_us,
         "tile_wait_overhead_us": cfg.wait_overhead_us, "l1_epilogue_us": cfg.l1_epilogue_us,
+        "l2_epilogue_us": cfg.l2_epilogue_us, "prologue_us": cfg.prologue_us,
         "lead": cfg.lead, "d_knee": d_knee(cfg.shape, cfg.n_streams),
         "experts_per_wave": experts_per_wave(cfg.shape, cfg.n_streams),
         "n_mblocks": cfg.layout.n_mblocks, "rows": cfg.layout.n_rows, "n_streams": cfg.n_streams,

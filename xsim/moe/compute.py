@@ -6,9 +6,15 @@ params ``{precision, block_m, block_n, k_dim, kind: "l1" | "l2"}``, stats ``main
 ``l1`` ``block_n`` is ``block_n1``, the intermediate columns) give the time per tile: for one
 (precision, block_m, block_n, kind) the medians are fit by ``t = fixed_us + per_k_us * k_dim``
 (least squares; one point: proportional), so any ``k_dim`` is predicted from one calibration.
-The same records' per-tile costs outside the mainloop (``wait_us`` with no dependency
-pending, an L1 tile's ``store_us`` and ``signal_us``) are the kernel's fixed per-tile costs
-(:meth:`MainloopModel.overhead_us`).
+Where records of the very shape exist (params ``hidden`` and ``intermediate`` equal, any routing
+and schedule) their mean is used instead (:func:`fit_shapes`): the fit spans shapes whose
+weight traffic differs, and misses a measured shape by up to ~15 %.
+The same records' per-tile costs outside the mainloop are the kernel's fixed per-tile costs
+(:meth:`MainloopModel.overhead_us`): ``gap_us`` (the bookkeeping between a program's tiles) and
+``wait_us`` with no dependency pending before the mainloop; ``epilogue_us`` after it (both
+kinds), and for L1 its ``store_us`` and ``signal_us``. The fused-local records' ``kernel_outside_us``
+(launch, prologue and exit: the kernel's CUDA-event time minus its first-to-last stamp) is
+the per-kernel fixed cost (:attr:`MainloopModel.kernel_outside_us`).
 
 Which records: for each key, the fused kernel's own per-tile times from the local-Combine
 control (params ``source = "fused-local"``: ``hwkernels.moe_bench --combine local``, the same
@@ -64,7 +70,9 @@ class MainloopModel:
     fits: dict = field(default_factory=dict)   # (precision, block_m, block_n, kind) -> LinearFit
     fixed_us: float = 0.0                       # roofline's per-tile fixed cost
     records_file: str = ""
-    overheads: dict = field(default_factory=dict)  # same key -> {"wait_us", "store_us", "signal_us"}
+    overheads: dict = field(default_factory=dict)  # same key -> {name in OVERHEADS: us}
+    kernel_outside_us: float = 0.0              # per kernel: launch, prologue, exit
+    shapes: dict = field(default_factory=dict)  # key + (hidden, intermediate) -> mean mainloop us
 
     def overhead_us(self, shape: MoEShape, kind: str, name: str) -> float:
         """A measured per-tile cost outside the mainloop (0 without records): ``wait_us`` (before
@@ -72,8 +80,18 @@ class MainloopModel:
         return self.overheads.get(self._key(shape, kind), {}).get(name, 0.0)
 
     def l1_epilogue_us(self, shape: MoEShape) -> float:
-        """An L1 tile's local activation store and its l2_full release, as measured."""
-        return self.overhead_us(shape, "l1", "store_us") + self.overhead_us(shape, "l1", "signal_us")
+        """An L1 tile's epilogue (SwiGLU and cast), its local activation store and its l2_full
+        release, as measured."""
+        return sum(self.overhead_us(shape, "l1", name) for name in ("epilogue_us", "store_us", "signal_us"))
+
+    def l2_epilogue_us(self, shape: MoEShape) -> float:
+        """An L2 tile's epilogue before its first Combine store (weighting and cast), as measured."""
+        return self.overhead_us(shape, "l2", "epilogue_us")
+
+    def before_mainloop_us(self, shape: MoEShape, kind: str) -> float:
+        """A tile's fixed costs before its mainloop, as measured: the bookkeeping since the
+        previous tile of the program ended (``gap_us``) and the wait with nothing pending."""
+        return self.overhead_us(shape, kind, "gap_us") + self.overhead_us(shape, kind, "wait_us")
 
     def l1_us(self, shape: MoEShape, weight_reuse: float = 1.0) -> float:
         return self._tile_us(shape, "l1", weight_reuse)
@@ -82,14 +100,24 @@ class MainloopModel:
         return self._tile_us(shape, "l2", weight_reuse)
 
     def source(self, shape: MoEShape) -> dict:
-        """"records" or "roofline" for each tile kind of this shape."""
-        return {kind: "records" if self._key(shape, kind) in self.fits else "roofline" for kind in ("l1", "l2")}
+        """For each tile kind of this shape: "shape" (records of this very shape), "records"
+        (the fit over k of records of other shapes) or "roofline"."""
+        def one(kind):
+            if self._shape_key(shape, kind) in self.shapes:
+                return "shape"
+            return "records" if self._key(shape, kind) in self.fits else "roofline"
+        return {kind: one(kind) for kind in ("l1", "l2")}
+
+    def _shape_key(self, shape: MoEShape, kind: str) -> tuple:
+        return self._key(shape, kind) + (shape.hidden, shape.intermediate)
 
     def _key(self, shape: MoEShape, kind: str) -> tuple:
         block_n = shape.block_n1 if kind == "l1" else shape.block_n2
         return (shape.precision, shape.block_m, block_n, kind)
 
     def _tile_us(self, shape: MoEShape, kind: str, weight_reuse: float) -> float:
+        if self._shape_key(shape, kind) in self.shapes:
+            return self.shapes[self._shape_key(shape, kind)]
         fit = self.fits.get(self._key(shape, kind))
         k_dim = shape.hidden if kind == "l1" else shape.intermediate
         if fit is not None:
@@ -118,6 +146,17 @@ def peaks_for(platform_name: str) -> dict:
 
 
 FUSED_SOURCE = "fused-local"
+OVERHEADS = ("wait_us", "store_us", "signal_us", "epilogue_us", "gap_us")
+KERNEL_OUTSIDE = "kernel_outside_us"   # a local-Combine run's time outside every tile (per kernel)
+
+
+def fit_kernel_outside_us(records: list[dict]) -> float:
+    """The kernel's time outside its tiles (launch, prologue, exit: CUDA-event time minus the
+    first-to-last stamp), the mean of the fused-local records' medians (0 without any)."""
+    values = [float(r["stats"][KERNEL_OUTSIDE]["median"]) for r in _mainloop_records(records)
+              if r["params"].get("source") == FUSED_SOURCE and r["params"].get("kind") == "l1"
+              and KERNEL_OUTSIDE in r.get("stats", {})]
+    return float(np.mean(values)) if values else 0.0
 
 
 def _key_of(rec: dict) -> tuple:
@@ -160,6 +199,19 @@ def fit_records(records: list[dict]) -> dict:
     return fits
 
 
+def fit_shapes(records: list[dict]) -> dict:
+    """(precision, block_m, block_n, kind, hidden, intermediate) -> the mean over the preferred
+    records of that very shape (every routing and schedule) of each record's mean mainloop_us:
+    a program's time is the sum of its tiles', so the mean is the statistic that adds up."""
+    groups: dict[tuple, list[float]] = {}
+    for rec in preferred(records):
+        p, stats = rec["params"], rec.get("stats", {})
+        if "hidden" in p and "intermediate" in p and "mainloop_us" in stats:
+            value = stats["mainloop_us"].get("mean", stats["mainloop_us"]["median"])
+            groups.setdefault(_key_of(rec) + (int(p["hidden"]), int(p["intermediate"])), []).append(float(value))
+    return {key: float(np.mean(v)) for key, v in groups.items()}
+
+
 def fit_overheads(records: list[dict]) -> dict:
     """Key -> mean over the records of each per-tile overhead's median (wait, store, signal),
     from the preferred records where they have it, else from the others."""
@@ -170,7 +222,7 @@ def fit_overheads(records: list[dict]) -> dict:
         groups: dict[tuple, dict[str, list[float]]] = {}
         for rec in pool:
             stats = rec.get("stats", {})
-            for name in ("wait_us", "store_us", "signal_us"):
+            for name in OVERHEADS:
                 if name in stats:
                     groups.setdefault(_key_of(rec), {}).setdefault(name, []).append(float(stats[name]["median"]))
         for key, d in groups.items():
@@ -212,8 +264,10 @@ def mainloop_model(platform_name: str, sms: int, records_path: str = "", use_rec
         source = "records given"
     records = records if use_records and records is not None else []
     try:
-        fits, overheads = fit_records(records), fit_overheads(records)
+        fits, overheads, outside = fit_records(records), fit_overheads(records), fit_kernel_outside_us(records)
+        shapes = fit_shapes(records)
     except (KeyError, TypeError, AttributeError) as exc:  # a record of another shape: one line upstream
         raise ValueError(f"moe records {source or 'given'}: a mainloop record lacks or mistypes {exc}") from None
     return MainloopModel(peaks=peaks_for(platform_name), sms=sms, fits=fits, fixed_us=fixed_us,
-                         records_file=source if fits else "", overheads=overheads)
+                         records_file=source if fits else "", overheads=overheads, kernel_outside_us=outside,
+                         shapes=shapes)

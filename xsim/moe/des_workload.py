@@ -4,7 +4,8 @@ Linear-1 tiles: ``mainloop = T_L1``, no remote bytes, signal counter ``l2_full[m
 tiles: wait until ``l2_full[m]`` reaches ``l1_nblocks``, ``mainloop = T_L2``, then inject their
 Combine bytes (valid remote rows x block_n2 x 2 bytes) into the GPU's X-Stage. Staging depth
 S = 0 by default: the Triton kernel's epilogue stores sit on the compute role, so a tile's
-mainloop starts only after the previous tile's stores have issued.
+mainloop starts only after the previous tile's stores have issued. ``prologue_us`` (the
+kernel's time outside its tiles) is added to each program's first tile.
 
 When an L1 tile's ``l2_full`` signal takes effect (``l1_release``):
 - ``issue``: at its issue end (a relaxed atomic, or a warp-specialized epilogue);
@@ -46,7 +47,7 @@ def mblock_remote_rows(shape: MoEShape, lay: ExpertLayout) -> np.ndarray:
 
 def tile_workload(table: TileTable, shape: MoEShape, lay: ExpertLayout, platform: Platform,
                   t_l1_us: float, t_l2_us: float, staging_depth: int = 0, l1_release: str = "drain",
-                  l2_epilogue_us: float = 0.0, l1_epilogue_us: float = 0.0) -> Workload:
+                  l2_epilogue_us: float = 0.0, l1_epilogue_us: float = 0.0, prologue_us: float = 0.0) -> Workload:
     if l1_release not in RELEASES:
         raise ValueError(f'"l1_release" must be one of {", ".join(RELEASES)}, got {l1_release!r}')
     kind, m = table.tiles[:, KIND].astype(np.int64), table.tiles[:, MBLOCK].astype(np.int64)
@@ -66,10 +67,13 @@ def tile_workload(table: TileTable, shape: MoEShape, lay: ExpertLayout, platform
     signal = np.where(kind == L1, m, np.where(first_fence, n_m + producer, -1))
     on_drain = ((kind == L1) & (l1_release != "issue")) | first_fence
     offsets = np.concatenate([[0], np.cumsum(np.bincount(producer, minlength=n_streams))])
+    mainloop = np.select([kind == L1, kind == L2], [t_l1_us, t_l2_us], 0.0)
+    firsts = offsets[:-1][np.diff(offsets) > 0]
+    mainloop[firsts] += prologue_us          # the kernel's prologue, before each program's first tile
     return Workload(
         offsets=offsets.astype(np.int64), producer_gpu=np.zeros(n_streams, np.int64),
         kind=kind, kind_names=KIND_NAMES,
-        mainloop_us=np.select([kind == L1, kind == L2], [t_l1_us, t_l2_us], 0.0),
+        mainloop_us=mainloop,
         epilogue_us=np.select([kind == L1, kind == L2], [l1_epilogue_us, l2_epilogue_us], 0.0),
         bytes=nbytes, t_iss0_us=t_iss0,
         release_us=np.zeros(len(kind)),
