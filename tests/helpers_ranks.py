@@ -5,13 +5,14 @@ buffer and the receiver's check reads what really arrived there.
 
     buffers = shared_buffers(world, nbytes)
     spawn(child_fn, world, buffers, *args)   # child_fn(rank, world, port, buffers, *args)
-    # in a child: d = join_gloo(rank, world, port); patch_cpu_runner(d, SharedDest(buffers, rank));
-    # ... ; leave_gloo(done)
+    # in a child: with cpu_rank(rank, world, port, buffers) as d: ...
 """
 
+import json
 import os
 import socket
 import time
+from contextlib import contextmanager
 from types import SimpleNamespace
 
 import torch
@@ -95,6 +96,26 @@ def leave_gloo(done: bool) -> None:
     if done:
         dist.barrier()
     dist.destroy_process_group()
+
+
+@contextmanager
+def cpu_rank(rank: int, world: int, port: int, buffers, sabotage: bool = False):
+    """A child's gloo rank for a runner: the machine reads patched (patch_cpu_runner), peers
+    through SharedDest over ``buffers`` (sabotage: remote stores detoured); yields the Dist;
+    the process group ends on the way out (after a barrier when the body finished)."""
+    d = join_gloo(rank, world, port)
+    detour = torch.zeros_like(buffers[0]) if sabotage else None
+    patch_cpu_runner(d, SharedDest(buffers, rank, detour))
+    done = False
+    try:
+        yield d
+        done = True
+    finally:
+        leave_gloo(done)
+
+
+def read_records(path) -> list[dict]:
+    return [json.loads(line) for line in open(path).read().splitlines()]
 
 
 def patch_cpu_runner(d, dest) -> None:

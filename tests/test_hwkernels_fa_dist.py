@@ -3,7 +3,6 @@ the kernels' per-owner (DELTA) store path into separate buffers, and the runner'
 run for real by 2 and 3 gloo processes on the CPU (Triton's interpreter, shared-memory peers)."""
 
 import ctypes
-import json
 import os
 
 os.environ["TRITON_INTERPRET"] = "1"
@@ -13,8 +12,7 @@ import pytest  # noqa: E402
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
-from helpers_ranks import (SharedDest, join_gloo, leave_gloo, patch_cpu_runner,  # noqa: E402
-                          shared_buffers, spawn)
+from helpers_ranks import cpu_rank, read_records, shared_buffers, spawn  # noqa: E402
 from hwkernels import fa, fa_dist, fa_layout  # noqa: E402
 
 
@@ -112,37 +110,26 @@ VARIANTS = {2: "fa-only,a2a-store,a2a-ce,serial,fused,fused-paced,cc-atomic",
 def _runner_child(rank, world, port, buffers, out, variants, sabotage):
     from hwkernels import fa_bench, fa_variants, harness
 
-    d = join_gloo(rank, world, port)
-    detour = torch.zeros_like(buffers[0]) if sabotage else None
-    patch_cpu_runner(d, SharedDest(buffers, rank, detour))
-    torch.cuda.synchronize = lambda *a: None
-    harness.flush_l2_cache = lambda: None
-
     def no_graph(fn):
         raise RuntimeError("no CUDA graphs on the CPU")
-    harness.capture_graph = no_graph
-    fa_bench.MAX_SLOTS = 2
-    init = fa_variants.Case.__init__
 
     def cpu_case(self, *a, **k):
         init(self, *a, **k)
         self._memcpy2d = cpu_memcpy2d
-    fa_variants.Case.__init__ = cpu_case
-    done = False
-    try:
+
+    with cpu_rank(rank, world, port, buffers, sabotage):
+        torch.cuda.synchronize = lambda *a: None
+        harness.flush_l2_cache = lambda: None
+        harness.capture_graph = no_graph
+        fa_bench.MAX_SLOTS = 2
+        init = fa_variants.Case.__init__
+        fa_variants.Case.__init__ = cpu_case
         rc = fa_bench.main(["--out", out, "--target", "peer", "--seq-lens", str(16 * world),
                             "--heads", str(2 * world), "--head-dim", "64", "--tokens", "1",
                             "--block-m", "16", "--block-n", "16", "--num-warps", "1",
                             "--pace", "2", "--programs", "2", "--repeats", "2",
                             "--variants", variants])
         assert rc == (1 if sabotage else 0)
-        done = True
-    finally:
-        leave_gloo(done)
-
-
-def _records(path):
-    return [json.loads(line) for line in open(path).read().splitlines()]
 
 
 @pytest.mark.parametrize("world", [2, 3])
@@ -150,7 +137,7 @@ def test_runner_on_n_ranks_checks_what_each_owner_received(world, tmp_path):
     out = tmp_path / "r.jsonl"
     buffers = shared_buffers(world, fa_dist.ring_bytes(tiny(world), 2))
     spawn(_runner_child, world, buffers, str(out), VARIANTS[world], False)
-    recs = _records(out)                                    # rank 0's records only
+    recs = read_records(out)                                    # rank 0's records only
     assert [r["params"]["variant"] for r in recs] == VARIANTS[world].split(",")
     for r in recs:
         assert r["check"]["ok"], (r["params"]["variant"], r["check"])
@@ -163,5 +150,5 @@ def test_tiles_that_never_reach_their_owner_fail_its_check(tmp_path):
     out = tmp_path / "r.jsonl"
     buffers = shared_buffers(2, fa_dist.ring_bytes(tiny(2), 2))
     spawn(_runner_child, 2, buffers, str(out), "fa-only,fused", True)
-    ok = {r["params"]["variant"]: r["check"]["ok"] for r in _records(out)}
+    ok = {r["params"]["variant"]: r["check"]["ok"] for r in read_records(out)}
     assert ok == {"fa-only": True, "fused": False}

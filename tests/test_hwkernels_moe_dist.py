@@ -2,7 +2,6 @@
 reference, and the runner's N-rank path run for real by 2 and 3 gloo processes on the CPU
 (Triton's interpreter, one stream per rank, stores into the other processes' shared memory)."""
 
-import json
 import os
 from types import SimpleNamespace
 
@@ -14,8 +13,7 @@ import pytest  # noqa: E402
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
-from helpers_ranks import (SharedDest, join_gloo, leave_gloo, patch_cpu_runner,  # noqa: E402
-                          shared_buffers, spawn)
+from helpers_ranks import cpu_rank, read_records, shared_buffers, spawn  # noqa: E402
 from hwkernels import moe, moe_catalog, moe_dist  # noqa: E402
 from xsim.moe.layout import expert_layout  # noqa: E402
 from xsim.moe.routing import route  # noqa: E402
@@ -121,14 +119,10 @@ def _runner_child(rank, world, port, buffers, out, sabotage):
     from hwkernels import moe_bench
     from hwkernels.ranks import Ranks
 
-    d = join_gloo(rank, world, port)
-    detour = torch.zeros_like(buffers[0]) if sabotage else None
-    patch_cpu_runner(d, SharedDest(buffers, rank, detour))
-    moe_bench.SETTINGS = {p: moe.KernelConfig(block_k=32) for p in ("bf16", "fp8")}
-    moe_catalog.catalog = lambda: {c.name: c for c in CONFIGS[world]}
-    moe.FusedMoE.distinct_sms = lambda self: True
-    done = False
-    try:
+    with cpu_rank(rank, world, port, buffers, sabotage) as d:
+        moe_bench.SETTINGS = {p: moe.KernelConfig(block_k=32) for p in ("bf16", "fp8")}
+        moe_catalog.catalog = lambda: {c.name: c for c in CONFIGS[world]}
+        moe.FusedMoE.distinct_sms = lambda self: True
         pooled = Ranks(d).pool({"kernel_us": float(rank + 1), "span_us": np.array([rank, rank])})
         assert pooled["kernel_us"] == world                            # the slowest rank's time
         assert pooled["span_us"].tolist() == [r for r in range(world) for _ in (0, 1)]
@@ -136,13 +130,6 @@ def _runner_child(rank, world, port, buffers, out, sabotage):
         rc = moe_bench.main(["--out", out, "--target", "peer", "--trials", "2", "--configs",
                              names, "--phases", "kernel"])
         assert rc == 0
-        done = True
-    finally:
-        leave_gloo(done)
-
-
-def _records(path):
-    return [json.loads(line) for line in open(path).read().splitlines()]
 
 
 @pytest.mark.parametrize("world", [2, 3])
@@ -152,7 +139,7 @@ def test_runner_on_n_ranks_checks_what_each_rank_received(world, tmp_path):
     nbytes = max(c.shape.tokens * c.shape.topk * c.shape.hidden * 2 for c in cfgs)
     buffers = shared_buffers(world, nbytes)
     spawn(_runner_child, world, buffers, str(out), False)
-    recs = _records(out)                                    # rank 0's records only
+    recs = read_records(out)                                    # rank 0's records only
     assert [r["kind"] for r in recs] == ["kernel"] * 2 * len(cfgs)
     assert {(r["params"]["config"], r["params"]["schedule"]) for r in recs} == {
         (c.name, s) for c in cfgs for s in ("wave", "interleaved")}
@@ -170,5 +157,5 @@ def test_stores_that_never_reach_their_owner_fail_the_receivers_check(tmp_path):
     out = tmp_path / "r.jsonl"
     buffers = shared_buffers(2, 12 * 2 * 64 * 2)
     spawn(_runner_child, 2, buffers, str(out), True)
-    recs = _records(out)
+    recs = read_records(out)
     assert recs and all(not r["check"]["ok"] and r["stats"] == {} for r in recs)
