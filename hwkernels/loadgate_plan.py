@@ -173,4 +173,27 @@ def late_plan() -> list[Point]:
     return pts
 
 
-SUITES = {"full": full_plan, "quick": quick_plan, "late": late_plan}
+TRICKLE_LOAD_BYTES = 2048 * KIB
+TRICKLE_WINDOW_US = 240.0          # set C's stream spans at least this long (A's loads: ~80-160 us)
+TRICKLE = ((4, (5.0, 10.0, 20.0)), (8, (10.0, 20.0, 40.0)), (16, (20.0, 40.0, 80.0)))   # KiB per burst, spins
+
+
+def trickle_plan() -> list[Point]:
+    """Set A (66 CTAs) stores nothing and streams 2 MiB each while set C (66 CTAs) trickles: bursts of
+    b KiB per CTA, P us apart, at rates from ~R down to R/4, with per-burst volumes below and above
+    the gate's ~330 kB. Does a load wait while the backlog is above the threshold whatever the arrival
+    rate (then A slows by the share of time q > 330 kB), or only while the link is saturated? A base
+    (C stores nothing) and a saturating stream (P = 0) bracket it."""
+    K, A, L = 132, 66, TRICKLE_LOAD_BYTES
+
+    def stream(b_kib, spin_us, bursts=None):
+        bursts = bursts or max(2, int(round(TRICKLE_WINDOW_US / spin_us)))
+        return Point("stream", K, 0, L, storers=A, late_bytes=b_kib * KIB, late_delay_us=2.0,
+                     late_bursts=bursts, late_spin_us=spin_us)
+    pts = [Point("late", K, 0, L, storers=A, late_bytes=0, late_delay_us=0.0)]
+    pts += [stream(b, p) for b, spins in TRICKLE for p in spins]
+    pts += [stream(16, 0.0, bursts=12), Point("late", K, 0, L, storers=A, late_bytes=0, late_delay_us=0.0)]
+    return pts
+
+
+SUITES = {"full": full_plan, "quick": quick_plan, "late": late_plan, "trickle": trickle_plan}

@@ -66,3 +66,17 @@ def test_a_tile_table_unsafe_for_co_resident_streams_is_an_error(capsys, tmp_pat
     code, _, err = run(capsys, "simulate", "moe1-qwen3-30b-bf16-zipf-4096", *[x for s in sets for x in ("--set", s)],
                        "--engine", "fast", "--platform", "paper-8gpu")
     assert code == 2 and err.count("\n") == 1 and "not safe for co-resident streams" in err
+
+
+def test_the_measured_spread_is_the_default_and_zero_turns_it_off(capsys):
+    base = ["simulate", "moe1-qwen3-30b-bf16-zipf-4096", *SMALL, "--set", "schedule=wave", "--engine", "fast",
+            "--platform", "h200-pcie-host", "--json"]
+    code, out, _ = run(capsys, *base)
+    spread = json.loads(out)
+    assert code == 0 and spread["mainloop_cv"]["l1"] > 0 and spread["mainloop_cv"]["l2"] > 0   # shipped records
+    code, out, _ = run(capsys, *base, "--set", "mainloop_cv=0")
+    alike = json.loads(out)
+    assert code == 0 and alike["mainloop_cv"] == {"l1": 0.0, "l2": 0.0}
+    assert alike["kernel_us"] != spread["kernel_us"]
+    code, out, _ = run(capsys, *base, "--set", "spread_seed=1")
+    assert code == 0 and json.loads(out)["kernel_us"] != spread["kernel_us"]

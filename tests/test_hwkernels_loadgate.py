@@ -216,3 +216,17 @@ def test_loadgate_kernel_on_a_gpu():
         assert r.err == 0 and torch_check(dst, 8, 16 * KIB, 1) == (True, 0.0)
         assert lg.check_result(r, lg.region_sums(src, 8, 64 * KIB), 0)[0]
         assert (lg.times(r.stamps, r.info).load_us > 0).all()
+
+
+def test_trickle_plan_brackets_the_link_rate_with_a_bystander_set_a():
+    from hwkernels import loadgate_plan as plan
+
+    pts = plan.trickle_plan()
+    assert all(p.store_ctas == 66 and p.burst_bytes == 0 and p.load_bytes == plan.TRICKLE_LOAD_BYTES for p in pts)
+    streams = [p for p in pts if p.variant == "stream"]
+    rates = [p.late_ctas * p.late_bytes / p.late_spin_us / 1e3 for p in streams if p.late_spin_us]  # GB/s
+    assert min(rates) < plan.PLAN_DRAIN_GBPS / 3 and max(rates) > 0.9 * plan.PLAN_DRAIN_GBPS
+    volumes = {p.late_ctas * p.late_bytes for p in streams}
+    assert min(volumes) < 330e3 < max(volumes)              # bursts below and above the gate
+    assert all(p.late_bursts * max(p.late_spin_us, 20.0) >= plan.TRICKLE_WINDOW_US for p in streams)
+    assert len({p.key for p in pts}) == len(pts) - 1        # the base runs first and last

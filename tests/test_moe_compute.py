@@ -99,3 +99,17 @@ def test_fixed_costs_around_the_mainloops():
     assert model.l2_epilogue_us(SHAPE) == pytest.approx(0.3)
     assert model.kernel_outside_us == pytest.approx(6.5)
     assert mainloop_model("x", 132, records=[l2]).kernel_outside_us == 0.0   # only L1 records carry it
+
+
+def test_the_spread_per_shape_and_per_key():
+    def with_quantiles(rec, p10, mean, p90):
+        rec["stats"]["mainloop_us"].update({"p10": p10, "mean": mean, "p90": p90})
+        return rec
+    a = with_quantiles(fused("l2", 1024, 10.0, 2048, 1024), 8.0, 10.0, 12.0)     # CV 4 / 25.6
+    b = with_quantiles(fused("l2", 2048, 20.0, 4096, 2048), 18.0, 20.0, 22.0)    # CV 4 / 51.3
+    model = mainloop_model("x", 132, records=[a, b])
+    cv_a, cv_b = 4.0 / (2 * 1.2815515655446004 * 10.0), 4.0 / (2 * 1.2815515655446004 * 20.0)
+    assert model.spread(SHAPE, "l2") == pytest.approx(cv_a)
+    other = MoEShape(hidden=1024, intermediate=1536, experts=8, topk=2, tokens=512, precision="fp8")
+    assert model.spread(other, "l2") == pytest.approx((cv_a + cv_b) / 2)        # every shape of the key
+    assert model.spread(SHAPE, "l1") == 0.0                                      # no records: no spread

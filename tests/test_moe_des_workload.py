@@ -91,3 +91,17 @@ def test_the_prologue_delays_each_programs_first_tile_only():
     assert np.allclose(extra[firsts], 5.0) and np.count_nonzero(extra) == len(firsts)
     later = simulate(p, engine="fast", trace=False).makespan_us
     assert later == pytest.approx(simulate(w, engine="fast", trace=False).makespan_us + 5.0, abs=1.0)
+
+
+@pytest.mark.parametrize("release", ["drain", "block"])
+def test_mainloop_factors_scale_each_tile_and_skip_the_fences(release):
+    table, lay, w = case(release=release)
+    plat = toy_platform(t_iss0_us=1.0, drain_gbps=2.0, capacity_bytes=4096.0)
+    factor = 1.0 + 0.01 * np.arange(len(table.tiles))
+    f = tile_workload(table, SHAPE, lay, plat, t_l1_us=3.0, t_l2_us=2.0, l1_release=release,
+                      mainloop_factor=factor)
+    real = f.kind != 2
+    assert np.allclose(f.mainloop_us[real], w.mainloop_us[real] * factor)
+    assert np.all(f.mainloop_us[~real] == 0.0)
+    with pytest.raises(ValueError, match="one value per tile"):
+        tile_workload(table, SHAPE, lay, plat, t_l1_us=3.0, t_l2_us=2.0, mainloop_factor=factor[:-1])

@@ -59,6 +59,7 @@ def test_moe_report_json_keys(capsys, tmp_path):
     assert row["span_measured_us"] == [3.0, 3.0] and row["wait_measured_us"] == [0.25, 0.25]
     assert all(x >= 0 for x in row["eq15_predicted_us"] + row["wait_predicted_us"])
     assert "l2:records" in moe["compute_model"]
+    assert doc["kernel_time_mape"] >= 0 and doc["kernel_time_mape_local"] is None   # no local records: null
 
 
 def test_moe_report_html(capsys, tmp_path):
@@ -77,3 +78,31 @@ def test_no_moe_records_is_one_line(capsys, tmp_path):
     assert main(["report", "--experiment", "moe", "--records", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no moe records" in err
+
+
+def test_kernel_time_errors_over_the_link_and_locally():
+    from xsim.report.moe import ConfigRow, kernel_time_errors
+
+    k = lambda w, i: {"wave": {"kernel_us": w}, "interleaved": {"kernel_us": i}}  # noqa: E731
+    rows = [ConfigRow("a", "zipf", k(100.0, 80.0), predicted=k(110.0, 80.0),
+                      measured_local=k(50.0, 40.0), predicted_local=k(45.0, 40.0)),
+            ConfigRow("b", "balanced", k(200.0, 200.0), predicted=k(200.0, 150.0))]   # no local run
+    e = kernel_time_errors(rows)
+    assert e["kernel_time_mape"] == pytest.approx(100 * (0.1 + 0 + 0 + 0.25) / 4)
+    assert e["kernel_time_err_max"] == pytest.approx(25.0)
+    assert e["kernel_time_mape_local"] == pytest.approx(100 * 0.1 / 2)
+    assert e["kernel_time_err_max_local"] == pytest.approx(10.0)
+    none = kernel_time_errors([ConfigRow("c", "hot", k(1.0, 1.0))])
+    assert all(v != v for v in none.values())                   # NaN: nothing to compare
+
+
+def test_without_link_keeps_the_issue_costs_and_drops_the_gate():
+    from xsim.load_gate import LoadGate
+    from xsim.platform import resolve_platform
+    from xsim.report.moe import without_link
+
+    p = resolve_platform("h200-pcie-host")
+    assert p.load_gate is not None and p.load_gate == LoadGate(p.load_gate.threshold_bytes, p.load_gate.scope)
+    q = without_link(p)
+    assert q.load_gate is None and q.drain_rate_gbps == pytest.approx(1e3 * p.drain_rate_gbps)
+    assert q.t_iss0_us(132, 32768) == p.t_iss0_us(132, 32768)

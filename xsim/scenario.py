@@ -5,6 +5,8 @@ A scenario file::
     name = "periodic"
     builder = "microbench"
     description = "..."
+    platform = "h200-pcie-host"   # optional: the profile it is written for, the default of
+                                  # xsim simulate / sweep (--platform still chooses another)
     [params]            # keys declared by the builder, units in their names
     producers = 132
     burst_bytes = "32KB"
@@ -38,6 +40,7 @@ class Scenario:
     description: str = ""
     sources: Mapping[str, str] = field(default_factory=dict)
     origin: str = ""
+    platform: str = ""                 # the profile it is written for ("": the command's default)
 
     @property
     def module(self):
@@ -90,7 +93,7 @@ def from_dict(data: Mapping[str, Any], origin: str) -> Scenario:
     for key in ("name", "builder"):
         if not isinstance(data.get(key), str) or not data[key]:
             raise ScenarioError(f"{origin}: missing or empty string {key!r}")
-    unknown = sorted(set(data) - {"name", "builder", "description", "params", "sources"})
+    unknown = sorted(set(data) - {"name", "builder", "description", "platform", "params", "sources"})
     if unknown:
         raise ScenarioError(f"{origin}: unknown top-level key {unknown[0]!r}")
     if data["builder"] not in BUILDERS:
@@ -98,8 +101,9 @@ def from_dict(data: Mapping[str, Any], origin: str) -> Scenario:
     params = data.get("params", {})
     if not isinstance(params, Mapping):
         raise ScenarioError(f"{origin}: [params] must be a table")
-    if not isinstance(data.get("description", ""), str):
-        raise ScenarioError(f"{origin}: \"description\" must be a string")
+    for key in ("description", "platform"):
+        if not isinstance(data.get(key, ""), str):
+            raise ScenarioError(f"{origin}: \"{key}\" must be a string")
     sources = data.get("sources", {})
     if not isinstance(sources, Mapping):
         raise ScenarioError(f"{origin}: [sources] must be a table of strings")
@@ -112,7 +116,7 @@ def from_dict(data: Mapping[str, Any], origin: str) -> Scenario:
         raise ScenarioError(str(exc)) from None
     return Scenario(name=data["name"], builder=data["builder"], params=resolved,
                     description=data.get("description", ""), sources=dict(sources),
-                    origin=origin)
+                    origin=origin, platform=data.get("platform", ""))
 
 
 def _shipped_dir():

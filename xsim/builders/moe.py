@@ -20,7 +20,8 @@ from xsim.moe.layout import expert_layout
 from xsim.moe.routing import ROUTINGS, route
 from xsim.moe.schedule import d_knee, default_lead, experts_per_wave, schedule_table
 from xsim.moe.shapes import PRECISIONS, MoEShape
-from xsim.moe.tiles import TileTable
+from xsim.moe.spread import tile_factors
+from xsim.moe.tiles import L1, L2, TileTable
 from xsim.params import Param
 from xsim.platform import Platform
 
@@ -43,6 +44,9 @@ PARAMS = {
     "n_streams": Param("int", 0, "persistent CTAs (0: one per SM of the platform)", minimum=0),
     "staging_depth": Param("int", 0, "staging slots S (0: the compute role issues its own stores)", minimum=0),
     "l1_release": Param("str", "drain", "when an L1 tile's l2_full signal takes effect", choices=RELEASES),
+    "mainloop_cv": Param("float", -1.0, "per-tile mainloop spread, coefficient of variation (< 0: the compute "
+                         "model's measured one per tile kind, 0 without records; 0: every tile alike)"),
+    "spread_seed": Param("int", 0, "seed of the per-tile spread (a hash of each tile's identity)", minimum=0),
     "compute": Param("str", "auto", "mainloop times: measured records if any, else roofline",
                      choices=("auto", "roofline")),
     "mainloop_records": Param("str", "", "moe records file (default: calibration/records/<platform>-moe.jsonl)"),
@@ -83,6 +87,8 @@ class Config:
         self.l2_epilogue_us = (self.model.l2_epilogue_us(self.shape) if params["l2_epilogue_us"] < 0
                                else params["l2_epilogue_us"])
         self.prologue_us = self.model.kernel_outside_us if params["prologue_us"] < 0 else params["prologue_us"]
+        given = params["mainloop_cv"]
+        self.mainloop_cv = {k: self.model.spread(self.shape, k) if given < 0 else given for k in ("l1", "l2")}
 
     def table(self, schedule: str):
         if self.params["tile_table"]:
@@ -95,9 +101,11 @@ class Config:
     def workload(self, schedule: str, table=None):
         p = self.params
         table = self.table(schedule) if table is None else table
+        factors = tile_factors(table.tiles, {L1: self.mainloop_cv["l1"], L2: self.mainloop_cv["l2"]},
+                               p["spread_seed"])
         return tile_workload(table, self.shape, self.layout, self.platform, self.t_l1_us,
                              self.t_l2_us, p["staging_depth"], p["l1_release"], self.l2_epilogue_us,
-                             self.l1_epilogue_us, self.prologue_us)
+                             self.l1_epilogue_us, self.prologue_us, factors)
 
     def locality(self, table, result):
         key = "b200" if self.platform.name.startswith("paper") else "h200"
@@ -177,7 +185,7 @@ def _header(cfg: Config) -> dict:
         "compute_model": source, "mainloop_records": cfg.model.records_file or None,
         "l1_mainloop_us": cfg.t_l1_us, "l2_mainloop_us": cfg.t_l2_us,
         "tile_wait_overhead_us": cfg.wait_overhead_us, "l1_epilogue_us": cfg.l1_epilogue_us,
-        "l2_epilogue_us": cfg.l2_epilogue_us, "prologue_us": cfg.prologue_us,
+        "l2_epilogue_us": cfg.l2_epilogue_us, "prologue_us": cfg.prologue_us, "mainloop_cv": cfg.mainloop_cv,
         "lead": cfg.lead, "d_knee": d_knee(cfg.shape, cfg.n_streams),
         "experts_per_wave": experts_per_wave(cfg.shape, cfg.n_streams),
         "n_mblocks": cfg.layout.n_mblocks, "rows": cfg.layout.n_rows, "n_streams": cfg.n_streams,

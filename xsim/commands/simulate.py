@@ -25,8 +25,8 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    platform = platform_from_args(args)
     scenario = load_scenario(args.scenario).with_overrides(args.set)
+    platform = platform_from_args(args, None if args.platform else scenario.platform or None)
     outputs = args.out is not None
     scenario.estimate(platform, args.engine, outputs, outputs).require(f"scenario {scenario.name!r}")
     if outputs:

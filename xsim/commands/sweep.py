@@ -77,8 +77,8 @@ def run(args) -> int:
 
         parse_scheduler(args.scheduler)
         _distributed()  # says in one line that the extra is missing, before any work
-    platform = platform_from_args(args)
     scenario = load_scenario(args.scenario).with_overrides(args.set)
+    platform = platform_from_args(args, None if args.platform else scenario.platform or None)
     axes = [parse_axis(text, scenario.module.PARAMS) for text in args.grid]
     fixed = {text.partition("=")[0].strip() for text in args.set}
     both = sorted(fixed & {a.key for a in axes})

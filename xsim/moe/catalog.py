@@ -133,7 +133,8 @@ def scenario_toml(entry: Entry) -> str:
     }
     lines = [f'name = "{entry.name}"', 'builder = "moe"',
              f'description = "MoE layer {entry.family} ({entry.precision}, {entry.routing} routing, '
-             f'{entry.tokens} tokens per rank) on {where}."', "", "[params]"]
+             f'{entry.tokens} tokens per rank) on {where}."',
+             f'platform = "{"h200-pcie-host" if one_gpu else "paper-8gpu"}"', "", "[params]"]
     lines += [f"{k} = {_toml_value(v)}" for k, v in p.items()]
     lines += ["", "[sources]"]
     lines += [f"{k} = {_toml_value(v)}" for k, v in sources.items()]

@@ -14,7 +14,8 @@ The same records' per-tile costs outside the mainloop are the kernel's fixed per
 ``wait_us`` with no dependency pending before the mainloop; ``epilogue_us`` after it (both
 kinds), and for L1 its ``store_us`` and ``signal_us``. The fused-local records' ``kernel_outside_us``
 (launch, prologue and exit: the kernel's CUDA-event time minus its first-to-last stamp) is
-the per-kernel fixed cost (:attr:`MainloopModel.kernel_outside_us`).
+the per-kernel fixed cost (:attr:`MainloopModel.kernel_outside_us`). Their p10 and p90 give each
+kind's spread from tile to tile (:meth:`MainloopModel.spread`, :mod:`xsim.moe.spread`).
 
 Which records: for each key, the fused kernel's own per-tile times from the local-Combine
 control (params ``source = "fused-local"``: ``hwkernels.moe_bench --combine local``, the same
@@ -73,6 +74,7 @@ class MainloopModel:
     overheads: dict = field(default_factory=dict)  # same key -> {name in OVERHEADS: us}
     kernel_outside_us: float = 0.0              # per kernel: launch, prologue, exit
     shapes: dict = field(default_factory=dict)  # key + (hidden, intermediate) -> mean mainloop us
+    spreads: dict = field(default_factory=dict) # the same shape keys, and the fit's keys -> CV
 
     def overhead_us(self, shape: MoEShape, kind: str, name: str) -> float:
         """A measured per-tile cost outside the mainloop (0 without records): ``wait_us`` (before
@@ -107,6 +109,11 @@ class MainloopModel:
                 return "shape"
             return "records" if self._key(shape, kind) in self.fits else "roofline"
         return {kind: one(kind) for kind in ("l1", "l2")}
+
+    def spread(self, shape: MoEShape, kind: str) -> float:
+        """The tile kind's measured coefficient of variation of the mainloop (records of this very
+        shape, else of every shape with its key; 0 without records)."""
+        return self.spreads.get(self._shape_key(shape, kind), self.spreads.get(self._key(shape, kind), 0.0))
 
     def _shape_key(self, shape: MoEShape, kind: str) -> tuple:
         return self._key(shape, kind) + (shape.hidden, shape.intermediate)
@@ -212,6 +219,24 @@ def fit_shapes(records: list[dict]) -> dict:
     return {key: float(np.mean(v)) for key, v in groups.items()}
 
 
+P10_P90_SIGMAS = 2 * 1.2815515655446004   # p90 - p10 of a normal, in standard deviations
+
+
+def fit_spreads(records: list[dict]) -> dict:
+    """The mainloop's coefficient of variation per tile kind, (p90 - p10) / (2.563 mean) of each
+    preferred record, averaged per shape key (as :func:`fit_shapes`) and per fit key (every shape)."""
+    groups: dict[tuple, list[float]] = {}
+    for rec in preferred(records):
+        p, st = rec["params"], rec.get("stats", {}).get("mainloop_us", {})
+        if not all(k in st for k in ("p10", "p90", "mean")) or not st["mean"] > 0:
+            continue
+        cv = (float(st["p90"]) - float(st["p10"])) / (P10_P90_SIGMAS * float(st["mean"]))
+        groups.setdefault(_key_of(rec), []).append(cv)
+        if "hidden" in p and "intermediate" in p:
+            groups.setdefault(_key_of(rec) + (int(p["hidden"]), int(p["intermediate"])), []).append(cv)
+    return {key: float(np.mean(v)) for key, v in groups.items()}
+
+
 def fit_overheads(records: list[dict]) -> dict:
     """Key -> mean over the records of each per-tile overhead's median (wait, store, signal),
     from the preferred records where they have it, else from the others."""
@@ -265,9 +290,9 @@ def mainloop_model(platform_name: str, sms: int, records_path: str = "", use_rec
     records = records if use_records and records is not None else []
     try:
         fits, overheads, outside = fit_records(records), fit_overheads(records), fit_kernel_outside_us(records)
-        shapes = fit_shapes(records)
+        shapes, spreads = fit_shapes(records), fit_spreads(records)
     except (KeyError, TypeError, AttributeError) as exc:  # a record of another shape: one line upstream
         raise ValueError(f"moe records {source or 'given'}: a mainloop record lacks or mistypes {exc}") from None
     return MainloopModel(peaks=peaks_for(platform_name), sms=sms, fits=fits, fixed_us=fixed_us,
                          records_file=source if fits else "", overheads=overheads, kernel_outside_us=outside,
-                         shapes=shapes)
+                         shapes=shapes, spreads=spreads)

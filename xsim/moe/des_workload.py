@@ -4,8 +4,9 @@ Linear-1 tiles: ``mainloop = T_L1``, no remote bytes, signal counter ``l2_full[m
 tiles: wait until ``l2_full[m]`` reaches ``l1_nblocks``, ``mainloop = T_L2``, then inject their
 Combine bytes (valid remote rows x block_n2 x 2 bytes) into the GPU's X-Stage. Staging depth
 S = 0 by default: the Triton kernel's epilogue stores sit on the compute role, so a tile's
-mainloop starts only after the previous tile's stores have issued. ``prologue_us`` (the
-kernel's time outside its tiles) is added to each program's first tile.
+mainloop starts only after the previous tile's stores have issued. ``mainloop_factor`` (one per
+tile, :mod:`xsim.moe.spread`) scales each tile's mainloop; ``prologue_us`` (the kernel's time
+outside its tiles) is added to each program's first tile.
 
 When an L1 tile's ``l2_full`` signal takes effect (``l1_release``):
 - ``issue``: at its issue end (a relaxed atomic, or a warp-specialized epilogue);
@@ -47,15 +48,19 @@ def mblock_remote_rows(shape: MoEShape, lay: ExpertLayout) -> np.ndarray:
 
 def tile_workload(table: TileTable, shape: MoEShape, lay: ExpertLayout, platform: Platform,
                   t_l1_us: float, t_l2_us: float, staging_depth: int = 0, l1_release: str = "drain",
-                  l2_epilogue_us: float = 0.0, l1_epilogue_us: float = 0.0, prologue_us: float = 0.0) -> Workload:
+                  l2_epilogue_us: float = 0.0, l1_epilogue_us: float = 0.0, prologue_us: float = 0.0,
+                  mainloop_factor: np.ndarray | None = None) -> Workload:
     if l1_release not in RELEASES:
         raise ValueError(f'"l1_release" must be one of {", ".join(RELEASES)}, got {l1_release!r}')
     kind, m = table.tiles[:, KIND].astype(np.int64), table.tiles[:, MBLOCK].astype(np.int64)
     producer = table.stream_of_tile()
     combine = shape.combine_bytes(1) * mblock_remote_rows(shape, lay)
     nbytes = np.where(kind == L2, combine[m], 0).astype(float)
+    factor = np.ones(len(kind)) if mainloop_factor is None else np.asarray(mainloop_factor, dtype=float)
+    if factor.shape != kind.shape:
+        raise ValueError(f'"mainloop_factor" must have one value per tile ({len(kind)}), got {factor.shape}')
     if l1_release == "block":
-        kind, m, producer, nbytes, fence_index = _with_fences(kind, m, producer, nbytes)
+        kind, m, producer, nbytes, fence_index, factor = _with_fences(kind, m, producer, nbytes, factor)
     else:
         fence_index = np.zeros(len(kind), np.int64)
     n_streams, n_m = table.n_streams, table.n_mblocks
@@ -67,7 +72,7 @@ def tile_workload(table: TileTable, shape: MoEShape, lay: ExpertLayout, platform
     signal = np.where(kind == L1, m, np.where(first_fence, n_m + producer, -1))
     on_drain = ((kind == L1) & (l1_release != "issue")) | first_fence
     offsets = np.concatenate([[0], np.cumsum(np.bincount(producer, minlength=n_streams))])
-    mainloop = np.select([kind == L1, kind == L2], [t_l1_us, t_l2_us], 0.0)
+    mainloop = np.select([kind == L1, kind == L2], [t_l1_us, t_l2_us], 0.0) * factor
     firsts = offsets[:-1][np.diff(offsets) > 0]
     mainloop[firsts] += prologue_us          # the kernel's prologue, before each program's first tile
     return Workload(
@@ -88,7 +93,7 @@ def tile_workload(table: TileTable, shape: MoEShape, lay: ExpertLayout, platform
     )
 
 
-def _with_fences(kind, m, producer, nbytes):
+def _with_fences(kind, m, producer, nbytes, factor):
     """Insert two fence tiles after every L1 tile (stream order is kept)."""
     reps = np.where(kind == L1, 3, 1)
     idx = np.repeat(np.arange(len(kind)), reps)
@@ -103,7 +108,7 @@ def _with_fences(kind, m, producer, nbytes):
         sel = first & (new_producer == p)
         count[sel] = np.arange(1, sel.sum() + 1)
     fence_index = np.where(pos_in_group == 2, np.roll(count, 1), 0)
-    return new_kind, m[idx], new_producer, new_bytes, fence_index
+    return new_kind, m[idx], new_producer, new_bytes, fence_index, np.where(pos_in_group == 0, factor[idx], 1.0)
 
 
 def _fence_roles(kind, producer):

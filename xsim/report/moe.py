@@ -18,7 +18,7 @@ those skewed configs are the ones ``geomean_speedup_skewed_measured`` covers.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -41,6 +41,8 @@ class ConfigRow:
     predicted: dict = field(default_factory=dict)   # the DES summary of both schedules (+ selector)
     closed_form: dict = field(default_factory=dict)
     where: str = ""
+    measured_local: dict = field(default_factory=dict)    # the local-Combine control, as measured
+    predicted_local: dict = field(default_factory=dict)   # the DES without the link (without_link)
 
     @property
     def speedup_measured(self) -> float:
@@ -140,20 +142,46 @@ def build(rs, platform: Platform, des: bool = True, paper_des: bool = False,
     """Every measured config beside its prediction, the GEMM check, the paper's Table 2 rows."""
     mainloops = [r.data for r in rs.select("moe", "mainloop")]
     measured = _measured(rs.select("moe", "kernel"))
+    local = _measured(rs.select("moe", "kernel_local"))
     rows = []
     for config in sorted(measured):
         m = measured[config]
         if not all(s in m for s in SCHEDULES):
             continue
         params = _params(config, m)
-        row = ConfigRow(config, params["routing"], m, where=m["wave"]["where"])
+        row = ConfigRow(config, params["routing"], m, where=m["wave"]["where"], measured_local=local.get(config, {}))
         row.closed_form = builder.predict(params, platform, mainloops or None)
         if des:
             _, row.predicted = builder.simulate(params, platform, engine, trace=False, mainloop_records=mainloops or None)
+            if config in local:
+                _, row.predicted_local = builder.simulate(params, without_link(platform), engine, trace=False,
+                                                          mainloop_records=mainloops or None)
         rows.append(row)
     gemm = _gemm(rs.select("moe", "gemm"))
     paper = paper_table2(paper_des, engine)
     return MoEReport(platform, rows, gemm, paper, _summary(rows, gemm, paper, platform, mainloops, des))
+
+
+def without_link(platform: Platform) -> Platform:
+    """The platform as the local-Combine control sees it: the same issue costs, a drain 1000x
+    faster than the link's (device memory), no load gate."""
+    rate = platform.drain_rate_gbps * 1e3
+    link = None if platform.link_drain_rate_gbps is None else platform.link_drain_rate_gbps * 1e3
+    return replace(platform, drain_rate_gbps=rate, link_drain_rate_gbps=link, load_gate=None)
+
+
+def kernel_time_errors(rows: list[ConfigRow]) -> dict:
+    """Predicted against measured kernel times over every config and schedule: over the link
+    (``kernel`` records) and, the compute model's own share, locally (``kernel_local`` records
+    against the DES without the link)."""
+    out = {}
+    for tag, pred_of, meas_of in (("", lambda r: r.predicted, lambda r: r.measured),
+                                  ("_local", lambda r: r.predicted_local, lambda r: r.measured_local)):
+        err = [abs(pred_of(r)[s]["kernel_us"] / meas_of(r)[s]["kernel_us"] - 1.0) for r in rows
+               for s in SCHEDULES if s in pred_of(r) and s in meas_of(r)]
+        out[f"kernel_time_mape{tag}"] = 100.0 * float(np.mean(err)) if err else math.nan
+        out[f"kernel_time_err_max{tag}"] = 100.0 * float(max(err)) if err else math.nan
+    return out
 
 
 def _summary(rows, gemm, paper, platform, mainloops, des) -> dict:
@@ -172,6 +200,7 @@ def _summary(rows, gemm, paper, platform, mainloops, des) -> dict:
         "n_skewed_gain_configs": len(gain),
         **_selector(rows),
         "gemm_vs_cublas_min": float(min(g["vs_cublas"] for g in gemm)) if gemm else math.nan,
+        **kernel_time_errors(rows),
         "compute_model": sources, "n_mainloop_records": len(mainloops),
         "table2": [table2_row(r) for r in rows],
         "paper_table2": paper,

@@ -15,7 +15,9 @@ KEYS = (("n_configs", "configs measured (both schedules)"),
         ("geomean_speedup_skewed_measured", "skewed configs where eq. 14 predicts a gain (target >= 1.10)"),
         ("selector_geomean", "selector over expert waves, measured geomean"),
         ("selector_worst", "selector over expert waves, worst config (target >= 0.98)"),
-        ("gemm_vs_cublas_min", "the kernel's GEMM path over cuBLAS, worst shape (target >= 0.70)"))
+        ("gemm_vs_cublas_min", "the kernel's GEMM path over cuBLAS, worst shape (target >= 0.70)"),
+        ("kernel_time_mape", "predicted vs measured kernel times over the link, mean error (%)"),
+        ("kernel_time_mape_local", "the same for the local-Combine control, DES without the link (%)"))
 CAPTIONS = {
     "moe_fig8_speedup": "Read each config's measured speedup of the interleaved schedule over expert waves "
                         "beside the DES prediction: the paper's Fig. 8 for our hardware; eq. 14 says where a "
