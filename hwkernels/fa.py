@@ -80,10 +80,16 @@ class FAShape:
 @dataclass(frozen=True)
 class OwnerBuffers:
     """Receiver side: `local` [batch, M/N, H, d] (owner == rank, HBM); `remote`
-    [N-1, batch, M/N, H, d] (the other owners, in fa_layout.remote_slot order)."""
+    [N-1, batch, M/N, H, d] (the other owners, in fa_layout.remote_slot order).
+
+    N ranks (fa_dist.py): `owners` holds every owner's [batch, M/N, H, d] buffer as seen from
+    this rank (separate allocations: its own is `local`), `remote` is one of them (the kernels'
+    base pointer) and `delta` int64 [N] each owner's element offset from it."""
 
     local: object
     remote: object
+    delta: object = None
+    owners: tuple | None = None
 
     @staticmethod
     def allocate(shape: FAShape, remote, device=None):
@@ -97,6 +103,8 @@ class OwnerBuffers:
         return OwnerBuffers(local, remote)
 
     def owner(self, o: int, rank: int):
+        if self.owners is not None:
+            return self.owners[o]
         return self.local if o == rank else self.remote[fa_layout.remote_slot(o, rank, self.remote.shape[0] + 1)]
 
 
@@ -178,9 +186,9 @@ def launch_fa(q, k, v, shape: FAShape, mode: int, out=None, bufs: OwnerBuffers |
     if fence not in FENCES:
         raise ValueError(f'"fence" must be one of {sorted(FENCES)}, got {fence!r}.')
     if mode == MODE_LOCAL:
-        dst, remote = out, out
+        dst, remote, delta = out, out, None
     else:
-        dst, remote = bufs.local, bufs.remote
+        dst, remote, delta = bufs.local, bufs.remote, bufs.delta
     if mode == MODE_CC and fence == "atomic" and flags is None:
         raise ValueError('the completion-coupled atomic fence needs "flags" (int32 [programs]).')
     if flags is None:
@@ -191,8 +199,8 @@ def launch_fa(q, k, v, shape: FAShape, mode: int, out=None, bufs: OwnerBuffers |
     stride = pace_stride(shape, pace, spread) if pace else 1
     return fa_fwd_kernel[grid](q, k, v, dst, remote, stamps if stamps is not None else dst, flags,
                         stage if stage is not None else dst, qk_scale, shape.n_tiles, grid[0],
-                        *_launch_args(shape), stride,
-                        D=shape.head_dim, BLOCK_M=shape.block_m, BLOCK_N=shape.block_n,
+                        *_launch_args(shape), stride, delta if delta is not None else dst,
+                        D=shape.head_dim, DELTA=delta is not None, BLOCK_M=shape.block_m, BLOCK_N=shape.block_n,
                         MODE=mode, FENCE=FENCES[fence], INSTR=stamps is not None,
                         UPCAST=upcast, TMA=tma, PACE=pace,
                         CHUNK=shape.block_m // pace if pace else shape.block_m,
@@ -208,7 +216,9 @@ def launch_a2a_store(out, bufs: OwnerBuffers, shape: FAShape, programs: int = 13
     _interpreter_compat()
     grid = (max(1, min(programs, shape.n_tiles)),)
     a2a_store_kernel[grid](out, bufs.local, bufs.remote, shape.n_tiles, grid[0],
-                           *_launch_args(shape), D=shape.head_dim, BLOCK_M=shape.block_m,
+                           *_launch_args(shape),
+                           bufs.delta if bufs.delta is not None else bufs.local,
+                           D=shape.head_dim, BLOCK_M=shape.block_m, DELTA=bufs.delta is not None,
                            num_warps=num_warps)
 
 

@@ -1,7 +1,8 @@
 """Runner: FlashAttention fused with the Ulysses post-attention A2A, one record per (variant, M).
 
     python -m hwkernels.fa_bench --out RECORDS.jsonl --target host [--suite full|quick]
-    (xsim bench fa-a2a --target host --nproc 1 starts it through hwkernels.launch)
+    (xsim bench fa-a2a --target host --nproc 1 starts it through hwkernels.launch;
+     --target peer --nproc N: N ranks under torchrun, Ulysses SP = N, see fa_dist.py)
 
 On one GPU (target host) the rank is 0 of N virtual owners: owner 0's slice stays in local HBM,
 the N-1 others live in mapped pinned host memory and go over PCIe. Every variant of
@@ -11,6 +12,10 @@ addresses), one synchronization after the replay, per-launch time kept; poison b
 receiver-side check after every run (harness.measure), warm-up runs checked and dropped.
 fused, cc and fa-only also run once instrumented per trial (per-tile store span, Q-loop time).
 Records: experiment "fa-a2a", FA_CONTRACT.md. A short table is printed last.
+--target peer (N >= 2 ranks, fa_dist.py; never run on GPUs so far, tested on the CPU): sp = N
+(--sp is ignored), rank r computes its H/N heads and stores each tile into its owner's
+symmetric buffer (its own slice into its own); every variant; each owner checks what it
+received after a barrier; times are per-trial maxima over ranks; rank 0 writes the records.
 """
 
 import argparse
@@ -20,10 +25,11 @@ import sys
 
 import numpy as np
 
-from . import fa, fa_layout, records
+from . import fa, fa_dist, fa_layout, records
 from .destination import H200_L2_BYTES, RING_L2_MULTIPLE, ring_bursts
 from .fa import FAShape
 from .fa_variants import INSTRUMENTED, VARIANTS, Case, KernelConfig, record_kind
+from .ranks import SOLO
 
 SUITES = {"full": (1024, 4096, 16384, 65536, 2048, 8192, 32768, 3072, 6144, 12288),
           "quick": (1024, 4096, 16384)}
@@ -69,10 +75,10 @@ def parse_args(argv=None):
     return ap.parse_args(argv)
 
 
-def shapes(args) -> list[FAShape]:
+def shapes(args, rank: int = 0) -> list[FAShape]:
     ms = [int(m) for m in args.seq_lens.split(",") if m] or list(SUITES[args.suite])
     return [FAShape(batch=max(1, args.tokens // m), heads=args.heads, seq_len=m,
-                    head_dim=args.head_dim, sp=args.sp, block_m=args.block_m,
+                    head_dim=args.head_dim, sp=args.sp, rank=rank, block_m=args.block_m,
                     block_n=args.block_n) for m in ms]
 
 
@@ -93,32 +99,40 @@ def host_bytes_for(shapes_: list[FAShape]) -> int:
 
 
 def measure_variant(case: Case, variant: str, repeats: int, instrument: bool = True):
-    """harness.measure over graph replays of one variant: (Measurement, replays, graphed)."""
+    """harness.measure over graph replays of one variant: (Measurement, replays, graphed).
+    N ranks (case.ranks): barriers around every run, times and checks over every rank."""
     import torch
 
     from .harness import capture_graph, graph_replay_us, measure
 
+    rk = getattr(case, "ranks", SOLO)
     ring = case.ring(variant)
     try:
         graph = capture_graph(ring)
     except RuntimeError:              # not capturable (e.g. a library kernel): eager ring
         graph = None
     torch.cuda.synchronize()
-    est_us = graph_replay_us(ring, 1, graph=graph) if graph else _eager_us(ring)
+    est_us = rk.max_of(graph_replay_us(ring, 1, graph=graph) if graph else _eager_us(ring))
     replays = max(1, int(TARGET_RUN_US // max(est_us, 1.0)))
 
     def run():
-        t = (graph_replay_us(ring, replays, graph=graph) if graph else _eager_us(ring, replays))
-        result = {"kernel_us": t / case.slots}
-        if instrument and variant in INSTRUMENTED:
-            case.stamps.zero_()
-            case.enqueue(variant, 0, instrument=True)
-            torch.cuda.synchronize()
-            result.update({k: v for k, v in case.tile_times().items() if k != "gap_us"})
-        return result
+        try:
+            t = (graph_replay_us(ring, replays, graph=graph) if graph else _eager_us(ring, replays))
+            result = {"kernel_us": t / case.slots}
+            if instrument and variant in INSTRUMENTED:
+                case.stamps.zero_()
+                case.enqueue(variant, 0, instrument=True)
+                torch.cuda.synchronize()
+                result.update({k: v for k, v in case.tile_times().items() if k != "gap_us"})
+        except Exception as e:  # noqa: BLE001 (N > 1: every rank raises it, none waits)
+            if rk.world == 1:
+                raise
+            result = e
+        return rk.pool(result)
 
     m = measure(run, repeats=repeats, warmup=1, poison=lambda: case.poison(variant),
-                check=lambda _r: case.check(variant), flush_l2=True)
+                check=lambda _r: case.check(variant), flush_l2=True, sync=rk.sync,
+                agree=rk.agree)
     return m, replays, graph is not None
 
 
@@ -156,10 +170,10 @@ def params_of(case: Case, variant: str, replays: int, graph: bool, target: str) 
     return p
 
 
-def _platform(sm_clock_mhz: float, target: str) -> dict:
+def _platform(sm_clock_mhz: float, target: str, world: int = 1, index: int = 0) -> dict:
     from .platform_info import platform
 
-    return platform(1, sm_clock_mhz, 0, destination=target)
+    return platform(world, sm_clock_mhz, index, (index + 1) % max(world, 2), destination=target)
 
 
 def smi_clock_mhz() -> float:
@@ -255,10 +269,12 @@ def main(argv=None) -> int:
         with open(args.config) as f:
             args.block_m, args.block_n, args.num_warps, args.num_stages, args.tma = json.load(f)["best"]
     world = int(os.environ.get("WORLD_SIZE", "1"))
-    if args.target == "peer" or world != 1:
-        print("fa_bench: only --target host with one process is implemented (rank 0 of N "
-              "virtual owners on one GPU); use --target host --nproc 1", file=sys.stderr)
+    problem = fa_dist.world_problem(args.target, world)
+    if problem:
+        print(f"fa_bench: {problem}", file=sys.stderr)
         return 2
+    if world > 1:
+        args.sp = world                           # Ulysses SP = N
     try:
         cases = shapes(args)
         cfg = KernelConfig(args.num_warps, args.num_stages, args.tma, flatten=args.flatten,
@@ -268,22 +284,34 @@ def main(argv=None) -> int:
         print(f"fa_bench: {exc}", file=sys.stderr)
         return 2
     variants = [v for v in args.variants.split(",") if v]
-    dev = torch.device("cuda", 0)
-    programs = args.programs or torch.cuda.get_device_properties(0).multi_processor_count
-    host = _host_view(host_bytes_for(cases), dev)
+    if world > 1:
+        rk, dest = fa_dist.join(cases, slots_for)
+        cases, dev = shapes(args, rk.rank), rk.device
+
+        def make_case(shape):
+            return fa_dist.PeerCase(shape, cfg, dest, slots_for(shape), programs, rk)
+    else:
+        rk, dev = SOLO, torch.device("cuda", 0)
+        host = _host_view(host_bytes_for(cases), dev)
+
+        def make_case(shape):
+            return Case(shape, cfg, host.cuda, slots_for(shape), programs)
+    say = print if rk.rank == 0 else (lambda *a, **k: None)
+    programs = args.programs or torch.cuda.get_device_properties(dev).multi_processor_count
+    instrument = os.environ.get("TRITON_INTERPRET", "0") != "1"   # stamps are inline PTX
     commit = os.environ.get("XSTAGE_COMMIT", "unknown")
     dirty_env = os.environ.get("XSTAGE_DIRTY")
     dirty = None if dirty_env is None else dirty_env not in ("0", "false", "False", "")
     rows, qloops, all_ok = [], [], True
     for shape in cases:
-        case = Case(shape, cfg, host.cuda, slots_for(shape), programs)
+        case = make_case(shape)
         row = {"M": shape.seq_len, "t": {}}
         stamp_mhz = 0.0
         for variant in variants:
             try:
-                m, replays, graph = measure_variant(case, variant, args.repeats)
+                m, replays, graph = measure_variant(case, variant, args.repeats, instrument)
             except Exception as exc:  # noqa: BLE001 - say which variant failed, go on
-                print(f"M={shape.seq_len} {variant}: FAILED {type(exc).__name__}: "
+                print(f"[rank {rk.rank}] M={shape.seq_len} {variant}: FAILED {type(exc).__name__}: "
                       f"{str(exc)[:300]}", flush=True)
                 all_ok = False
                 continue
@@ -295,15 +323,17 @@ def main(argv=None) -> int:
                 st.pop("clock_mhz", None)
             params = params_of(case, variant, replays, graph, args.target)
             params["smi_sm_clock_mhz"] = smi_clock_mhz()
-            rec = records.make_record("fa-a2a", record_kind(variant), params, st,
-                                      m.check_dict(), _platform(mhz, args.target), commit, dirty)
-            records.append_record(args.out, rec)
+            rec = records.make_record("fa-a2a", record_kind(variant), params, st, m.check_dict(),
+                                      _platform(mhz, args.target, world, dev.index or 0),
+                                      commit, dirty)
+            if rk.rank == 0:
+                records.append_record(args.out, rec)
             all_ok &= m.ok
             if m.ok:
                 row["t"][variant] = st["kernel_us"]["median"]
-                if variant == "fa-only":
+                if variant == "fa-only" and "qloop_us" in st:
                     qloops.append((shape.seq_len, st["qloop_us"]["median"]))
-            print(f"M={shape.seq_len} {variant}: ok={m.ok} err={m.max_abs_err:.3g} "
+            say(f"M={shape.seq_len} {variant}: ok={m.ok} err={m.max_abs_err:.3g} "
                   f"t={row['t'].get(variant, float('nan')):.1f} us clock={mhz:.0f} MHz",
                   flush=True)
         rows.append(row)
@@ -312,8 +342,8 @@ def main(argv=None) -> int:
     rows.sort(key=lambda r: r["M"])
     fit = fit_qloop(qloops, args.block_n)
     if fit:
-        print(f"Q-loop fit: sigma = {fit[0]:.3f} us per KV tile, fixed = {fit[1]:.2f} us")
-    print(table(rows))
+        say(f"Q-loop fit: sigma = {fit[0]:.3f} us per KV tile, fixed = {fit[1]:.2f} us")
+    say(table(rows))
     return 0 if all_ok else 1
 
 

@@ -6,6 +6,10 @@ Shapes (all contiguous, bf16 unless noted; layout math in fa_layout.py):
             MODE 1, 2: owner r's buffer [batch, M/N, H, D] in local HBM
   remote    [N-1, batch, M/N, H, D] the other owners' buffers (host memory; slot order of
             fa_layout.remote_slot), unused in MODE 0
+  delta     int64 [N] (DELTA only, N ranks over symmetric memory): owner o's buffer
+            [batch, M/N, H, D] starts delta[o] elements from `remote` (the owners' buffers are
+            separate allocations, not N-1 slots of one); without DELTA slot s is at
+            s * slice_elems
   stamps    int64 [n_tiles, 6] (INSTR only): %globaltimer ns at tile start, at Q-loop end,
             at store end, then %clock64 at the same three points
   flags     int32 [programs] (MODE 2, FENCE 2 only): the per-tile release target
@@ -100,25 +104,30 @@ def _ordered_coords(i, hl, seq, sp, rank, n_tiles, BLOCK_M: tl.constexpr, ORDER:
 
 
 @triton.jit
-def _owner_dest(b, h, m0, rank, hl, seq, sp, slice_elems, D: tl.constexpr):
+def _owner_dest(b, h, m0, rank, hl, seq, sp, slice_elems, delta_ptr, D: tl.constexpr,
+                DELTA: tl.constexpr):
     # Owner o holds [batch, M/N, H, D]: row m0+i of local head h at
     # ((b*M/N + m0 - o*M/N) * H + rank*HL + h) * D + i*H*D (fa_layout.dest_offset).
-    # Returns (local, offset): offset into `out` if local, else into `remote` (slot included).
+    # Returns (local, offset): offset into `out` if local, else into `remote` (slot included;
+    # DELTA: owner o's buffer at delta[o]).
     tpo = seq // sp
     heads = hl * sp
     o = m0 // tpo
     row0 = (b * tpo + m0 - o * tpo).to(tl.int64)
     base = (row0 * heads + rank * hl + h) * D
-    slot = o - (o > rank).to(tl.int32)
     local = o == rank
-    off = tl.where(local, base, slot.to(tl.int64) * slice_elems + base)
+    if DELTA:
+        off = tl.where(local, base, tl.load(delta_ptr + o) + base)
+    else:
+        slot = o - (o > rank).to(tl.int32)
+        off = tl.where(local, base, slot.to(tl.int64) * slice_elems + base)
     return local, off
 
 
 @triton.jit
 def _store_to_owner(tile_val, out_ptr, remote_ptr, b, h, m0, rank, offs_m, offs_d,
-                    hl, seq, sp, slice_elems, D: tl.constexpr):
-    local, off = _owner_dest(b, h, m0, rank, hl, seq, sp, slice_elems, D)
+                    hl, seq, sp, slice_elems, delta_ptr, D: tl.constexpr, DELTA: tl.constexpr):
+    local, off = _owner_dest(b, h, m0, rank, hl, seq, sp, slice_elems, delta_ptr, D, DELTA)
     rows = offs_m[:, None].to(tl.int64) * (hl * sp * D) + offs_d[None, :]
     if local:
         tl.store(out_ptr + off + rows, tile_val)
@@ -195,11 +204,12 @@ def _qloop(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n, offs_
 @triton.jit
 def fa_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, remote_ptr, stamps_ptr, flags_ptr, stage_ptr,
                   qk_scale, n_tiles, programs, rank, hl, seq, sp, slice_elems, pace_stride,
+                  delta_ptr,
                   D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                   MODE: tl.constexpr, FENCE: tl.constexpr, INSTR: tl.constexpr,
                   UPCAST: tl.constexpr, TMA: tl.constexpr, PACE: tl.constexpr,
                   CHUNK: tl.constexpr, ORDER: tl.constexpr, FLATTEN: tl.constexpr,
-                  WS: tl.constexpr, BRANCH: tl.constexpr):
+                  WS: tl.constexpr, BRANCH: tl.constexpr, DELTA: tl.constexpr = False):
     pid = tl.program_id(0)
     offs_m = tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
@@ -242,7 +252,8 @@ def fa_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, remote_ptr, stamps_ptr, flags_pt
                 _store_chunk(my_stage, remote_ptr, pend_off, c, pend != 0, row_stride, offs_c,
                              offs_d, CHUNK, D)
             tl.debug_barrier()
-            local, off = _owner_dest(b, h, m0, rank, hl, seq, sp, slice_elems, D)
+            local, off = _owner_dest(b, h, m0, rank, hl, seq, sp, slice_elems, delta_ptr, D,
+                                     DELTA)
             if local:
                 tl.store(out_ptr + off + offs_m[:, None].to(tl.int64) * row_stride
                          + offs_d[None, :], o_tile)
@@ -254,7 +265,7 @@ def fa_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, remote_ptr, stamps_ptr, flags_pt
             tl.debug_barrier()
         else:
             _store_to_owner(o_tile, out_ptr, remote_ptr, b, h, m0, rank, offs_m, offs_d,
-                            hl, seq, sp, slice_elems, D)
+                            hl, seq, sp, slice_elems, delta_ptr, D, DELTA)
         if MODE == 2:
             if FENCE == 1:
                 _fence_sc_sys()
@@ -273,7 +284,8 @@ def fa_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, remote_ptr, stamps_ptr, flags_pt
 
 @triton.jit
 def a2a_store_kernel(out_ptr, dst_ptr, remote_ptr, n_tiles, programs, rank, hl, seq, sp,
-                     slice_elems, D: tl.constexpr, BLOCK_M: tl.constexpr):
+                     slice_elems, delta_ptr, D: tl.constexpr, BLOCK_M: tl.constexpr,
+                     DELTA: tl.constexpr = False):
     pid = tl.program_id(0)
     offs_m = tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, D)
@@ -282,4 +294,4 @@ def a2a_store_kernel(out_ptr, dst_ptr, remote_ptr, n_tiles, programs, rank, hl, 
         src_rows = ((b * hl + h).to(tl.int64) * seq + m0 + offs_m[:, None]) * D + offs_d[None, :]
         val = tl.load(out_ptr + src_rows)
         _store_to_owner(val, dst_ptr, remote_ptr, b, h, m0, rank, offs_m, offs_d,
-                        hl, seq, sp, slice_elems, D)
+                        hl, seq, sp, slice_elems, delta_ptr, D, DELTA)

@@ -90,25 +90,30 @@ class Case:
 
     host_view: a uint8 CUDA tensor aliasing host memory (the `host` destination), at least
     slots * shape.remote_bytes bytes; slot s holds [N-1, batch, M/N, H, d] at s*remote_bytes.
+    bufs (N ranks, fa_dist.PeerCase): the `slots` OwnerBuffers to store into instead (then
+    host_view is None and `device` says where the inputs live).
     """
 
     def __init__(self, shape: FAShape, cfg: KernelConfig, host_view, slots: int,
-                 programs: int, seed: int = 0):
+                 programs: int, seed: int = 0, bufs=None, device=None):
         import torch
 
-        if host_view.numel() < slots * shape.remote_bytes:
+        if bufs is None and host_view.numel() < slots * shape.remote_bytes:
             raise ValueError("host buffer smaller than slots * remote bytes")
         self.shape, self.cfg, self.slots, self.programs = shape, cfg, slots, programs
-        dev = host_view.device
+        dev = host_view.device if bufs is None else device
         self.q, self.k, self.v = fa.generate_input(shape, seed, dev)
         self.ref = fa.reference(self.q, self.k, self.v)
         self.ref_bf16 = self.ref.to(torch.bfloat16).contiguous()
         self.out = torch.empty(shape.qkv_shape, dtype=torch.bfloat16, device=dev)
-        self.local_owner = torch.empty(shape.owner_shape, dtype=torch.bfloat16, device=dev)
-        n = shape.remote_bytes
-        self.bufs = [OwnerBuffers(self.local_owner, host_view[s * n:(s + 1) * n]
-                                  .view(torch.bfloat16).view(shape.sp - 1, *shape.owner_shape))
-                     for s in range(slots)]
+        if bufs is not None:
+            self.local_owner, self.bufs = bufs[0].local, list(bufs)
+        else:
+            self.local_owner = torch.empty(shape.owner_shape, dtype=torch.bfloat16, device=dev)
+            n = shape.remote_bytes
+            self.bufs = [OwnerBuffers(self.local_owner, host_view[s * n:(s + 1) * n]
+                                      .view(torch.bfloat16).view(shape.sp - 1, *shape.owner_shape))
+                         for s in range(slots)]
         self.flags = torch.zeros(max(programs, 1), dtype=torch.int32, device=dev)
         self.stamps = torch.zeros((shape.n_tiles, fa.STAMP_WORDS), dtype=torch.int64, device=dev)
         self.stage = torch.empty(max(programs, 1) * shape.block_m * shape.head_dim,

@@ -20,6 +20,7 @@ from .destination import DestinationError, check_kind
 SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
             "NVSHMEM_DISABLE_NVLS": "1"}
 EXPERIMENTS = {"micro": "hwkernels.micro", "fa-a2a": "hwkernels.fa_bench", "moe": "hwkernels.moe_bench"}
+ONE_PROCESS_HOST = ("fa-a2a", "moe")   # --target host runs these in one process (N > 1: peer)
 NO_GPU_MESSAGE = "no GPUs found: xsim bench needs NVIDIA GPUs"
 
 
@@ -95,6 +96,9 @@ def bench(experiment: str, nproc: int | None, out: Path, extra_args: list[str], 
     if nproc is None:
         nproc = found if target == "peer" else 1
     check_kind(target, nproc)   # an unknown target; peer with --nproc 1
+    if target == "host" and nproc > 1 and experiment in ONE_PROCESS_HOST:
+        raise DestinationError(f"--target host runs {experiment} in one process: use --nproc 1, "
+                               "or --target peer for N > 1")
     if not 1 <= nproc <= found:
         raise ValueError(f'"nproc" must be in [1, {found}] (GPUs found), got {nproc}.')
     env = {}

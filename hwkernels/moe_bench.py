@@ -1,4 +1,4 @@
-"""Runner: the fused MoE kernel per config x schedule on one GPU, one record per point.
+"""Runner: the fused MoE kernel per config x schedule on one GPU or N ranks, one record per point.
 
     python -m hwkernels.moe_bench --out RECORDS.jsonl --target host [--configs A,B|x.toml]
            [--trials 20] [--phases kernel,signal,gemm,mainloop] [--tune] [--suite full|quick]
@@ -21,7 +21,10 @@ one per config x schedule x tile kind) of the fused kernel's own per-tile times:
 mainloop, and for L1 its fixed costs (wait before the mainloop, nothing to wait for; the
 activation store; the release), for L2 the local Combine store. These carry no link
 information: xsim.moe.compute prefers them over the GEMM-only records.
-One GPU only for now (ep = 1, --target host); --nproc > 1 stops with a message.
+--target host: one process (ep = 1). --target peer, N >= 2 ranks under torchrun: EP = N as
+moe_dist.py says (Dispatch all-to-all outside the timed kernel, Combine into each token's
+rank's buffer, each rank checks what it received; per-trial kernel time = max over ranks; rank
+0 writes the records); kernel and signal phases only. Never run on GPUs: CPU-tested (gloo).
 """
 
 import argparse
@@ -30,10 +33,11 @@ import sys
 import time
 from dataclasses import replace
 
-from . import moe, records
+from . import moe, moe_dist, records
 from .moe_stamps import tile_times
 from .moe_bench_gemm import gemm_phase, read_settings, tune, write_settings
 from .moe_catalog import load_configs
+from .ranks import SOLO
 from .stats import summarize
 
 # The --tune picks of the TMA kernel on the H200 at 10d8eb7, the settings of the shipped
@@ -68,11 +72,17 @@ def parse_args(argv=None):
 
 
 class Bench:
-    def __init__(self, args):
+    ranks = SOLO        # N > 1: hwkernels.ranks.Ranks
+    dest = None         # N > 1: the peer destination (every rank's receive buffer)
+
+    def __init__(self, args, ranks=None, dest=None):
         import torch
 
-        self.args, self.device = args, torch.device("cuda", 0)
-        props = torch.cuda.get_device_properties(0)
+        if ranks is not None:
+            self.ranks, self.dest = ranks, dest
+        self.args = args
+        self.device = getattr(self.ranks, "device", None) or torch.device("cuda", 0)
+        props = torch.cuda.get_device_properties(self.device)
         self.sms = props.multi_processor_count
         self._platform = None
         self.commit = os.environ.get("XSTAGE_COMMIT", "unknown")
@@ -84,7 +94,8 @@ class Bench:
 
     def over_budget(self, share: float = 1.0) -> bool:
         lim = self.args.budget_s
-        return lim > 0 and time.time() - self.t0 > share * lim
+        over = lim > 0 and time.time() - self.t0 > share * lim
+        return bool(self.ranks.max_of(float(over)))     # N > 1: every rank decides alike
 
     @property
     def platform(self) -> dict:
@@ -92,10 +103,14 @@ class Bench:
         from .platform_info import platform
 
         if self._platform is None:
-            self._platform = platform(1, _sm_clock_mhz(), 0, destination=self.args.target)
+            w, i = self.ranks.world, self.device.index or 0
+            self._platform = platform(w, _sm_clock_mhz(), i, (i + 1) % max(w, 2),
+                                      destination=self.args.target)
         return self._platform
 
     def record(self, kind, params, stats, check):
+        if self.ranks.rank != 0:                 # N > 1: rank 0 writes every record
+            return
         rec = records.make_record("moe", kind, params, stats, check, self.platform,
                                   self.commit, self.dirty)
         records.append_record(self.args.out, rec)
@@ -117,11 +132,12 @@ def _sm_clock_mhz() -> float:
         return 0.0
 
 
-def _measure(run, repeats, warmup=1, poison=None, check=None):
+def _measure(run, repeats, warmup=1, poison=None, check=None, ranks=SOLO):
     """hwkernels.harness.measure: (ok, max_abs_err, stats dicts or None)."""
     from .harness import measure
 
-    m = measure(run, repeats=repeats, warmup=warmup, poison=poison, check=check)
+    m = measure(run, repeats=repeats, warmup=warmup, poison=poison, check=check,
+                sync=ranks.sync, agree=ranks.agree)
     return m.ok, m.max_abs_err, m.stats_dicts()
 
 
@@ -157,11 +173,14 @@ def _stamp_samples(fused, kernel_us):
             "outside_us": kernel_us - t.tiles_span_us}
 
 
-def run_kernel(b: Bench, cfg, data, lay, ref, out, cpu_out, schedule, signal=0):
+def run_kernel(b: Bench, cfg, data, lay, ref, out, cpu_out, schedule, signal=0,
+               rank_outs=None):
     """One (config, schedule): checked, timed; returns (ok, err, stats, table).
 
     Stamped trials give every statistic; then the same table without stamps (checked once,
-    then timed) gives kernel_nostamp_us, the instrumentation's cost.
+    then timed) gives kernel_nostamp_us, the instrumentation's cost. N > 1 (b.ranks):
+    rank_outs are every rank's receive buffers, out this rank's; a barrier before and after
+    every launch, times are per-trial maxima over ranks, checks AND-ed over ranks.
     """
     import torch
 
@@ -174,15 +193,22 @@ def run_kernel(b: Bench, cfg, data, lay, ref, out, cpu_out, schedule, signal=0):
     table.validate()
     kc = b.settings[shape.precision]
     conf = replace(kc, signal=signal, stamps=True)
-    fused = moe.FusedMoE(shape, lay, table, data, out, conf)
+    fused = moe.FusedMoE(shape, lay, table, data, out, conf, rank_outs=rank_outs)
     nan = float("nan")
+    rk = b.ranks
 
     def run():
-        us = _events_us(fused.enqueue, fused.prepare)
-        fused.finish()
-        if not fused.distinct_sms():
-            raise RuntimeError("fused MoE programs did not run on distinct SMs")
-        return _stamp_samples(fused, us)
+        try:
+            us = _events_us(fused.enqueue, fused.prepare)
+            fused.finish()
+            if not fused.distinct_sms():
+                raise RuntimeError("fused MoE programs did not run on distinct SMs")
+            samples = _stamp_samples(fused, us)
+        except Exception as e:  # noqa: BLE001 (N > 1: every rank raises it, none waits)
+            if rk.world == 1:
+                raise
+            samples = e
+        return rk.pool(samples)
 
     def check(_res):
         ok, err = moe.check(out, ref)
@@ -192,16 +218,21 @@ def run_kernel(b: Bench, cfg, data, lay, ref, out, cpu_out, schedule, signal=0):
         same = torch.equal(cpu_out[probe].float(), out[probe].float().cpu())
         return ok and same, err
 
-    ok, err, stats = _measure(run, b.args.trials, 1, lambda: out.fill_(nan), check)
+    ok, err, stats = _measure(run, b.args.trials, 1, lambda: out.fill_(nan), check, rk)
     if ok and signal == 0:
-        plain = moe.FusedMoE(shape, lay, table, data, out, kc)
+        plain = moe.FusedMoE(shape, lay, table, data, out, kc, rank_outs=rank_outs)
         out.fill_(nan)
+        rk.sync()
         plain.launch()
         plain.finish()
-        ok, err2 = check(None)
+        rk.sync()
+        ok, err2 = rk.agree(*check(None))
         err = max(err, err2)
         if ok:
-            us = [_events_us(plain.enqueue, plain.prepare) for _ in range(b.args.trials)]
+            us = []
+            for _ in range(b.args.trials):
+                rk.sync()
+                us.append(rk.max_of(_events_us(plain.enqueue, plain.prepare)))
             plain.finish()
             stats["kernel_nostamp_us"] = summarize(us).to_dict()
         else:
@@ -214,19 +245,24 @@ def _one_config(b: Bench, i, cfg, cache, signal_too):
     from xsim.moe.routing import route
 
     s = cfg.shape
-    key = (s.hidden, s.intermediate, s.experts, s.tokens, s.precision, cfg.seed)
-    if key not in cache:
-        cache.clear()
-        cache[key] = moe.make_inputs(s, cfg.seed, b.device)
-    data = cache[key]
-    lay = expert_layout(s, route(s, cfg.routing, cfg.skew, cfg.seed))
-    ref = moe.reference(data, lay, s.topk)
-    local = b.args.combine == "local"
-    out, cpu_out, _buf = (_local_out if local else _host_out)(s, b.device)
+    local, rank_outs = b.args.combine == "local", None
+    if b.ranks.world > 1:                 # EP = N: moe_dist.py (Dispatch done here)
+        data, lay, ref, out, rank_outs = moe_dist.config_inputs(cfg, b.ranks, b.dest)
+        cpu_out = None
+    else:
+        key = (s.hidden, s.intermediate, s.experts, s.tokens, s.precision, cfg.seed)
+        if key not in cache:
+            cache.clear()
+            cache[key] = moe.make_inputs(s, cfg.seed, b.device)
+        data = cache[key]
+        lay = expert_layout(s, route(s, cfg.routing, cfg.skew, cfg.seed))
+        ref = moe.reference(data, lay, s.topk)
+        out, cpu_out, _buf = (_local_out if local else _host_out)(s, b.device)
     order = ("wave", "interleaved") if i % 2 == 0 else ("interleaved", "wave")
     kind = "kernel_local" if local else "kernel"
     for schedule in order:
-        ok, err, stats, table = run_kernel(b, cfg, data, lay, ref, out, cpu_out, schedule)
+        ok, err, stats, table = run_kernel(b, cfg, data, lay, ref, out, cpu_out, schedule,
+                                           rank_outs=rank_outs)
         dest = "local" if local else b.args.target
         params = cfg.params(schedule, table.lead, dest) | b.cfg_params(s.precision)
         b.record(kind, params, stats, {"ok": ok, "max_abs_err": err})
@@ -235,7 +271,8 @@ def _one_config(b: Bench, i, cfg, cache, signal_too):
             _fused_mainloop_records(b, cfg, params, stats, ok)
             continue
         if signal_too and ok:
-            ok2, err2, st2, _ = run_kernel(b, cfg, data, lay, ref, out, cpu_out, schedule, 1)
+            ok2, err2, st2, _ = run_kernel(b, cfg, data, lay, ref, out, cpu_out, schedule, 1,
+                                           rank_outs)
             keep = None if st2 is None else {k: st2[k] for k in ("kernel_us", "signal_us",
                                                                   "span_us", "wait_us")}
             b.record("signal", params | {"signal": "relaxed"}, keep,
@@ -301,9 +338,10 @@ def print_table(rows):
 
 def main(argv=None):
     args = parse_args(argv)
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1 or args.target != "host":
-        print("hwkernels.moe_bench: only one GPU with --target host is built (ep = 1)",
-              file=sys.stderr)
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    problem = moe_dist.world_problem(args, world)
+    if problem:
+        print(f"hwkernels.moe_bench: {problem}", file=sys.stderr)
         return 2
     if args.suite == "quick":
         args.trials, args.gemm_m = min(args.trials, 5), "4096"
@@ -313,7 +351,14 @@ def main(argv=None):
         print(f'"phases" must be among {PHASES}', file=sys.stderr)
         return 2
     configs = load_configs(args.configs)
-    b = Bench(args)
+    try:
+        configs = [moe_dist.with_ep(c, world) for c in configs] if world > 1 else configs
+    except ValueError as e:
+        print(f"hwkernels.moe_bench: {e}", file=sys.stderr)
+        return 2
+    if world > 1:
+        phases &= {"kernel", "signal"}           # gemm / mainloop: one-GPU measurements
+    b = Bench(args, *moe_dist.join(configs)) if world > 1 else Bench(args)
     t0 = b.t0
     if args.settings:
         b.settings.update(read_settings(args.settings))
@@ -327,7 +372,8 @@ def main(argv=None):
     if phases & {"gemm", "mainloop"}:
         gemm_phase(b, configs, "mainloop" in phases, "gemm" in phases)
     print(f"done in {time.time() - t0:.0f} s", flush=True)
-    print_table(b.rows)
+    if b.ranks.rank == 0:
+        print_table(b.rows)
     return 0
 
 

@@ -22,9 +22,9 @@ nblock) as in MOE_CONTRACT.md. Pointers (R routed rows, M m-blocks, E local expe
 
 Dispatch on one GPU is fused into Linear-1's A loads: an L1 tile gathers the token rows of
 its m-block (x[row_token[r]]) straight from x, so no dispatch buffer exists. With N > 1 the
-rows arrive from the other ranks over symmetric memory (a Dispatch before Linear-1, NOT
-built here) into a receive buffer [T * N, H] indexed by the global token, which these same
-loads read; Combine then writes token t (of rank t // T_LOCAL) into that rank's buffer.
+rows arrive from the other ranks before the kernel (moe_dist.dispatch, an all-to-all) into a
+receive buffer [T * N, H] indexed by the global token, which these same loads read; Combine
+then writes token t (of rank t // T_LOCAL) into that rank's buffer.
 
 Ordering ops, exactly (SIGNAL = 0, the correct design the bench records):
   L1 epilogue: act stores (HBM); bar.sync; thread 0: atom.add.release.gpu l2_full[m] += 1.

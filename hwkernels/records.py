@@ -32,6 +32,10 @@ def make_record(experiment: str, kind: str, params: dict, stats: dict | None, ch
     if "ok" not in check:
         raise ValueError('"check" must contain "ok".')
     ok = bool(check["ok"])
+    check = dict(check)
+    err = check.get("max_abs_err")
+    if isinstance(err, float) and not math.isfinite(err):
+        check["max_abs_err"] = None   # a NaN (poisoned, never written) slot: JSON has no inf
     record = {
         "schema": SCHEMA,
         "experiment": experiment,

@@ -2,8 +2,10 @@
 # The multi-GPU validation runs of issues 13 (NPROC=2) and 14 (NPROC=8), in one device call:
 #   XSTAGE_COMMIT=<sha> bash hwkernels/run_multi_gpu.sh NPROC [SUITE]
 # 1. the microbenchmark suite over NVLink (--target peer; SUITE quick re-checks a shipped profile,
-#    full calibrates a new one), pair and ring patterns;  2. xsim bench moe --target peer;
-#  3. xsim bench fa-a2a --target peer. Records and logs under $OUT. The predictions these runs test
+#    full calibrates a new one), pair and ring patterns;  2. xsim bench moe --target peer (EP = N,
+#    moe_dist.py: kernel and signal phases, per-trial max over ranks);  3. xsim bench fa-a2a
+#    --target peer (Ulysses SP = N, fa_dist.py). The N-rank MoE/FA paths were tested on the CPU
+#    only (gloo) before this script first runs them. Records and logs under $OUT. The predictions these runs test
 # were committed before them (benchmarks/results/moe_predictions_*, fa_a2a_predictions_*).
 # Multicast stays off everywhere (NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1).
 set -o pipefail

@@ -69,21 +69,25 @@ def symmetric_buffer(nbytes: int, d: Dist) -> SymmetricBuffer:
     return SymmetricBuffer(buf, handle, nbytes)
 
 
-def all_ok(flag: bool, err: float = 0.0) -> tuple[bool, float]:
-    """Every rank's flag AND-ed and error MAX-ed (a synchronising collective)."""
+def all_ok(flag: bool, err: float = 0.0, device="cuda") -> tuple[bool, float]:
+    """Every rank's flag AND-ed and error MAX-ed (a synchronising collective; ``device``: where
+    the collective's tensor lives, "cuda" for NCCL, "cpu" for gloo in the CPU tests)."""
     import torch
     import torch.distributed as dist
 
-    t = torch.tensor([0.0 if flag else 1.0, float(err)], device="cuda")
+    t = torch.tensor([0.0 if flag else 1.0, float(err)], device=device)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     bad, worst = t.tolist()
     return bad == 0.0, worst
 
 
-def barrier() -> None:
-    """All ranks here, all their queued GPU work done."""
+def barrier(device="cuda") -> None:
+    """All ranks here, all their queued GPU work done (``device`` as in all_ok)."""
     import torch
 
-    torch.cuda.synchronize()
-    all_ok(True)
-    torch.cuda.synchronize()
+    gpu = torch.device(device).type == "cuda"
+    if gpu:
+        torch.cuda.synchronize()
+    all_ok(True, device=device)
+    if gpu:
+        torch.cuda.synchronize()

@@ -35,3 +35,11 @@ def test_unknown_target(capsys, tmp_path, no_torchrun):
     assert main(["bench", "micro", "--target", "nvlink", "--out", str(tmp_path / "r.jsonl")]) == 2
     assert "invalid choice: 'nvlink'" in _one_line(capsys)
     assert not (tmp_path / "r.jsonl").exists()
+
+
+@pytest.mark.parametrize("experiment", ["moe", "fa-a2a"])
+def test_moe_and_fa_run_host_in_one_process(experiment, monkeypatch, capsys, tmp_path, no_torchrun):
+    monkeypatch.setattr(launch, "gpu_count", lambda: 2)
+    out = str(tmp_path / "r.jsonl")
+    assert main(["bench", experiment, "--target", "host", "--nproc", "2", "--out", out]) == 2
+    assert "use --nproc 1, or --target peer for N > 1" in _one_line(capsys)

@@ -142,8 +142,13 @@ def test_runner_bad_shape_exits_2(capsys):
     assert len(err) == 1 and '"heads" (30) must be divisible by "sp" N (4)' in err[0]
 
 
-@pytest.mark.parametrize("argv,env", [(["--target", "peer"], {}), ([], {"WORLD_SIZE": "2"})])
-def test_runner_peer_or_several_processes_exit_2(argv, env, capsys, monkeypatch):
+@pytest.mark.parametrize("argv,env,message", [
+    (["--target", "peer"], {}, "--target peer needs at least 2 GPUs"),
+    ([], {"WORLD_SIZE": "2"}, "--target host runs one process"),
+    (["--target", "peer", "--heads", "6"], {"WORLD_SIZE": "4"}, '"heads" (6) must be divisible'),
+    (["--target", "peer", "--seq-lens", "1028"], {"WORLD_SIZE": "8"},
+     '"seq_len" M (1028) must be divisible by "sp" N (8)')])
+def test_runner_targets_the_world_cannot_serve_exit_2(argv, env, message, capsys, monkeypatch):
     pytest.importorskip("torch")
     from hwkernels import fa_bench
 
@@ -151,7 +156,7 @@ def test_runner_peer_or_several_processes_exit_2(argv, env, capsys, monkeypatch)
         monkeypatch.setenv(k, v)
     assert fa_bench.main(["--out", "/nonexistent/x.jsonl", *argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "only --target host with one process" in err[0]
+    assert len(err) == 1 and message in err[0]
 
 
 def test_tile_times_from_synthetic_stamps():

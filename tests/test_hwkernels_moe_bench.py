@@ -16,22 +16,9 @@ import pytest  # noqa: E402
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
+from helpers_ranks import WallEvent  # noqa: E402
 from hwkernels import moe, moe_bench, moe_catalog  # noqa: E402
 from xsim.moe.shapes import MoEShape  # noqa: E402
-
-
-class WallEvent:
-    def __init__(self, **_):
-        self.t = 0.0
-
-    def record(self):
-        self.t = time.perf_counter()
-
-    def synchronize(self):
-        pass
-
-    def elapsed_time(self, other):
-        return (other.t - self.t) * 1e3
 
 
 @pytest.fixture
@@ -81,9 +68,16 @@ def test_runner_checks_then_records_every_kind(cpu_runner, tmp_path):
     assert set(gemm[0]["stats"]) == {"triton_us", "cublas_us"}
 
 
-def test_runner_refuses_more_than_one_gpu(monkeypatch, tmp_path):
+def test_runner_refuses_targets_the_world_cannot_serve(monkeypatch, tmp_path, capsys):
+    out = str(tmp_path / "r.jsonl")
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    assert moe_bench.main(["--out", out, "--target", "peer"]) == 2
+    assert "--target peer needs at least 2 GPUs" in capsys.readouterr().err
     monkeypatch.setenv("WORLD_SIZE", "2")
-    assert moe_bench.main(["--out", str(tmp_path / "r.jsonl"), "--target", "peer"]) == 2
+    assert moe_bench.main(["--out", out, "--target", "host"]) == 2
+    assert "use --target peer for N > 1" in capsys.readouterr().err
+    assert moe_bench.main(["--out", out, "--target", "peer", "--combine", "local"]) == 2
+    assert not (tmp_path / "r.jsonl").exists()
 
 
 def test_a_wrong_result_records_no_time(cpu_runner, tmp_path, monkeypatch):

@@ -30,6 +30,14 @@ def test_failed_check_carries_no_timing():
     assert r["stats"] == {} and "gbps" not in r and r["check"]["ok"] is False
 
 
+def test_a_non_finite_error_is_recorded_as_null(tmp_path: Path):
+    r = records.make_record("moe", "kernel", {}, None, {"ok": False, "max_abs_err": float("inf")},
+                            PLATFORM, "x", None)
+    assert r["check"] == {"ok": False, "max_abs_err": None}
+    records.append_record(tmp_path / "r.jsonl", r)      # JSON has no inf: null instead
+    assert json.loads((tmp_path / "r.jsonl").read_text())["check"]["max_abs_err"] is None
+
+
 def test_baseline_gbps_and_bad_inputs():
     assert record(gbps=390.5)["gbps"] == 390.5
     with pytest.raises(ValueError, match="kind"):
