@@ -34,7 +34,7 @@ import time
 from dataclasses import replace
 
 from . import moe, moe_dist, records
-from .moe_stamps import tile_times
+from .moe_stamps import FUSED_RECORD_STATS, kernel_samples
 from .moe_bench_gemm import gemm_phase, read_settings, tune, write_settings
 from .moe_catalog import load_configs
 from .ranks import SOLO
@@ -161,18 +161,6 @@ def _local_out(shape, device):
     return out, None, None
 
 
-def _stamp_samples(fused, kernel_us):
-    t = tile_times(fused.stamp_array(), fused.tiles.cpu().numpy(), fused.offsets.cpu().numpy())
-    span = t.of(1, "store_us")
-    return {"kernel_us": kernel_us, "span_us": span, "stall_us": span,
-            "wait_us": t.of(1, "wait_us"), "signal_us": t.of(0, "signal_us"),
-            "l1_mainloop_us": t.of(0, "mainloop_us"), "l2_mainloop_us": t.of(1, "mainloop_us"),
-            "l1_wait_us": t.of(0, "wait_us"), "l1_store_us": t.of(0, "store_us"),
-            "l1_epilogue_us": t.of(0, "epilogue_us"), "l2_epilogue_us": t.of(1, "epilogue_us"),
-            "l1_gap_us": t.of(0, "gap_us"), "l2_gap_us": t.of(1, "gap_us"),
-            "outside_us": kernel_us - t.tiles_span_us}
-
-
 def run_kernel(b: Bench, cfg, data, lay, ref, out, cpu_out, schedule, signal=0,
                rank_outs=None):
     """One (config, schedule): checked, timed; returns (ok, err, stats, table).
@@ -203,7 +191,7 @@ def run_kernel(b: Bench, cfg, data, lay, ref, out, cpu_out, schedule, signal=0,
             fused.finish()
             if not fused.distinct_sms():
                 raise RuntimeError("fused MoE programs did not run on distinct SMs")
-            samples = _stamp_samples(fused, us)
+            samples = kernel_samples(fused, us)
         except Exception as e:  # noqa: BLE001 (N > 1: every rank raises it, none waits)
             if rk.world == 1:
                 raise
@@ -283,14 +271,7 @@ def _one_config(b: Bench, i, cfg, cache, signal_too):
 def _fused_mainloop_records(b: Bench, cfg, params, stats, ok):
     """Kind "mainloop" records (source "fused-local") from a local-Combine run's stamps."""
     s = cfg.shape
-    names = {"l1": {"mainloop_us": "l1_mainloop_us", "wait_us": "l1_wait_us",
-                    "store_us": "l1_store_us", "signal_us": "signal_us",
-                    "epilogue_us": "l1_epilogue_us", "gap_us": "l1_gap_us",
-                    "kernel_outside_us": "outside_us"},   # per kernel, once (in the L1 record)
-             "l2": {"mainloop_us": "l2_mainloop_us", "store_us": "span_us",
-                    "dep_wait_us": "wait_us",    # an L2 wait includes its dependency
-                    "epilogue_us": "l2_epilogue_us", "gap_us": "l2_gap_us"}}
-    for kind, pick in names.items():
+    for kind, pick in FUSED_RECORD_STATS.items():
         p = {"precision": s.precision, "block_m": s.block_m,
              "block_n": s.block_n1 if kind == "l1" else s.block_n2,
              "k_dim": s.hidden if kind == "l1" else s.intermediate, "kind": kind,

@@ -58,3 +58,28 @@ def tile_times(stamps: np.ndarray, tiles: np.ndarray, offsets=None) -> TileTimes
                      mainloop_us=us[:, 1], epilogue_us=us[:, 2], store_us=us[:, 3],
                      signal_us=us[:, 4], start_us=(st[:, 0] - st[:, 0].min()).astype(np.float64) / 1e3,
                      gap_us=gap, tiles_span_us=span)
+
+
+# A fused-local mainloop record's statistics (per tile kind) and the samples they come from
+FUSED_RECORD_STATS = {
+    "l1": {"mainloop_us": "l1_mainloop_us", "wait_us": "l1_wait_us", "store_us": "l1_store_us",
+           "signal_us": "signal_us", "epilogue_us": "l1_epilogue_us", "gap_us": "l1_gap_us",
+           "kernel_outside_us": "outside_us"},   # per kernel, once (in the L1 record)
+    "l2": {"mainloop_us": "l2_mainloop_us", "store_us": "span_us",
+           "dep_wait_us": "wait_us",              # an L2 wait includes its dependency
+           "epilogue_us": "l2_epilogue_us", "gap_us": "l2_gap_us"}}
+
+
+def kernel_samples(fused, kernel_us: float) -> dict:
+    """One stamped run of the fused kernel (``moe.FusedMoE``) as the runner's named samples: the
+    kernel time, the Combine spans (= the eq. 15 stalls at S = 0), each kind's waits, mainloops,
+    epilogues and gaps, L1's store and release, and the time outside every tile."""
+    t = tile_times(fused.stamp_array(), fused.tiles.cpu().numpy(), fused.offsets.cpu().numpy())
+    span = t.of(1, "store_us")
+    return {"kernel_us": kernel_us, "span_us": span, "stall_us": span,
+            "wait_us": t.of(1, "wait_us"), "signal_us": t.of(0, "signal_us"),
+            "l1_mainloop_us": t.of(0, "mainloop_us"), "l2_mainloop_us": t.of(1, "mainloop_us"),
+            "l1_wait_us": t.of(0, "wait_us"), "l1_store_us": t.of(0, "store_us"),
+            "l1_epilogue_us": t.of(0, "epilogue_us"), "l2_epilogue_us": t.of(1, "epilogue_us"),
+            "l1_gap_us": t.of(0, "gap_us"), "l2_gap_us": t.of(1, "gap_us"),
+            "outside_us": kernel_us - t.tiles_span_us}
