@@ -46,7 +46,7 @@ def generate(platform, seq_lens, *, heads=16, batch=1, sp=4, head_dim=128, produ
         des = {}
         for variant in ("fused", "cc"):
             params = resolve(fa_a2a.PARAMS, {**base, "variant": variant, "sigma_us_per_kv_tile": sigma_us,
-                                             "qloop_fixed_us": fixed_us}, "test")
+                                             "qloop_fixed_us": fixed_us, "qloop_cv": noise}, "test")   # as the Q-loop stats spread
             des[variant] = _des_us(params, platform) - shape.waves * gap
         t_fa = shape.waves * gap + launch_us
         remote_waves = int((shape.wave_bytes() > 0).sum())

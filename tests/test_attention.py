@@ -152,3 +152,15 @@ def test_drain_windows_span_local_only_waves():
 def test_block_n_of_the_fit_must_match():
     with pytest.raises(ValueError, match="fitted for"):
         predict(shape(), QLoop(0.5, 0.0, 64), toy())
+
+
+def test_the_qloop_spread_is_the_median_cv_of_the_points():
+    from xsim.attention.qloop import P10_P90_SIGMAS, fit_qloop, spread_cv
+
+    assert spread_cv(9.0, 11.0, 10.0) == pytest.approx(2.0 / (P10_P90_SIGMAS * 10.0))
+    assert spread_cv(1.0, 2.0, 0.0) != spread_cv(1.0, 2.0, 0.0)          # NaN without a mean
+    q = fit_qloop([1024, 2048, 4096], [10.0, 18.0, 34.0], 128, [0.01, 0.03, float("nan")])
+    assert q.cv == pytest.approx(0.02) and q.to_dict()["cv"] == q.cv
+    assert fit_qloop([1024, 2048], [10.0, 18.0], 128).cv == 0.0
+    with pytest.raises(ValueError, match='"cv"'):
+        type(q)(1.0, 0.0, 128, cv=-0.1)

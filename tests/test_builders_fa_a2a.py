@@ -167,3 +167,22 @@ def test_sweep_over_seq_len_and_block_m(capsys, tmp_path):
 def test_bad_points_are_one_line_exit_2(capsys, assignment, message):
     code, out, err = _cli(capsys, "simulate", "fa-a2a-paper", "--platform", "paper-8gpu", "--set", assignment)
     assert code == 2 and out == "" and message in err and err.count("\n") == 1
+
+
+def test_the_qloop_spread_draws_the_same_factor_per_tile_in_every_variant():
+    import numpy as np
+
+    from xsim.builders import fa_a2a
+    from xsim.params import resolve
+    from xsim.platform import resolve_platform
+
+    plat = resolve_platform("h200-pcie-host")
+    base = {"seq_len": 2048, "heads": 8, "sp": 4, "producers": 16, "sigma_us_per_kv_tile": 2.0, "qloop_fixed_us": 2.0}
+    w = {v: fa_a2a.build(resolve(fa_a2a.PARAMS, {**base, "variant": v, "qloop_cv": 0.05}, "t"), plat)
+         for v in ("fa-only", "fused", "cc")}
+    assert np.array_equal(w["fa-only"].mainloop_us, w["fused"].mainloop_us)
+    assert np.array_equal(w["fused"].mainloop_us, w["cc"].mainloop_us)
+    alike = fa_a2a.build(resolve(fa_a2a.PARAMS, {**base, "variant": "fused"}, "t"), plat)
+    assert np.all(alike.mainloop_us == alike.mainloop_us[0])                 # default: no spread
+    ratio = w["fused"].mainloop_us / alike.mainloop_us
+    assert ratio.std() == pytest.approx(0.05, rel=0.3) and ratio.mean() == pytest.approx(1.0, abs=0.02)

@@ -28,6 +28,8 @@ def test_host_scenario_qloop_is_the_fit_of_the_shipped_records():
     p = shipped_scenarios()["fa-a2a-host"].params
     key = (p["head_dim"], p["block_m"], p["block_n"], p["sp"], p["destination"])
     points = [q for q in collect(rs, [])[key].values() if math.isfinite(q.qloop_us)]
-    fit = fit_qloop([q.seq_len for q in points], [q.qloop_us for q in points], p["block_n"])
+    fit = fit_qloop([q.seq_len for q in points], [q.qloop_us for q in points], p["block_n"],
+                    [q.qloop_cv for q in points])
     assert p["sigma_us_per_kv_tile"] == pytest.approx(fit.sigma_us_per_kv_tile, rel=1e-3)
+    assert p["qloop_cv"] == pytest.approx(fit.cv, abs=1e-4) and fit.cv > 0
     assert p["qloop_fixed_us"] == pytest.approx(fit.fixed_us, rel=1e-3, abs=1e-3)

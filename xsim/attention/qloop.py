@@ -18,7 +18,8 @@ from xsim.closedform.fa_a2a import kv_tiles, q_loop_gap_us
 
 @dataclass(frozen=True)
 class QLoop:
-    """Args: sigma_us_per_kv_tile (slope), fixed_us (intercept), block_n (KV tile rows);
+    """Args: sigma_us_per_kv_tile (slope), fixed_us (intercept), block_n (KV tile rows); cv the
+    spread of one tile's Q-loop from tile to tile (coefficient of variation, :mod:`xsim.spread`);
     n_points and rms_residual_us describe the fit (0 and NaN when given, not fitted)."""
 
     sigma_us_per_kv_tile: float
@@ -26,6 +27,7 @@ class QLoop:
     block_n: int
     n_points: int = 0
     rms_residual_us: float = math.nan
+    cv: float = 0.0
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.sigma_us_per_kv_tile) and self.sigma_us_per_kv_tile > 0):
@@ -34,6 +36,8 @@ class QLoop:
             raise ValueError(f'"fixed_us" must be finite, got {self.fixed_us!r}.')
         if int(self.block_n) != self.block_n or self.block_n < 1:
             raise ValueError(f'"block_n" must be an integer >= 1, got {self.block_n!r}.')
+        if not (math.isfinite(self.cv) and self.cv >= 0):
+            raise ValueError(f'"cv" must be >= 0, got {self.cv!r}.')
 
     def gap_us(self, seq_len: int) -> float:
         """G_Qloop(M) with its fixed part (what the DES runs per tile)."""
@@ -41,12 +45,23 @@ class QLoop:
 
     def to_dict(self) -> dict:
         return {"sigma_us_per_kv_tile": self.sigma_us_per_kv_tile, "fixed_us": self.fixed_us,
-                "block_n": self.block_n, "n_points": self.n_points, "rms_residual_us": self.rms_residual_us}
+                "block_n": self.block_n, "n_points": self.n_points, "rms_residual_us": self.rms_residual_us,
+                "cv": self.cv}
 
 
-def fit_qloop(seq_lens, qloop_us, block_n: int) -> QLoop:
+P10_P90_SIGMAS = 2 * 1.2815515655446004   # p90 - p10 of a normal, in standard deviations
+
+
+def spread_cv(p10_us: float, p90_us: float, mean_us: float) -> float:
+    """A per-tile distribution's coefficient of variation from its p10, p90 and mean (NaN if
+    the mean is not > 0)."""
+    return (p90_us - p10_us) / (P10_P90_SIGMAS * mean_us) if mean_us > 0 else math.nan
+
+
+def fit_qloop(seq_lens, qloop_us, block_n: int, cvs=None) -> QLoop:
     """Least-squares line through (ceil(M / b_n), measured Q-loop time) over the sweep,
-    residuals relative to the measured time (a 1K point weighs as much as a 64K one).
+    residuals relative to the measured time (a 1K point weighs as much as a 64K one); the
+    spread ``cv`` is the median of the points' per-tile CVs (``cvs``, :func:`spread_cv`; 0 without).
 
     Needs at least two distinct sequence lengths; a non-positive slope is an error (the
     Q-loop must grow with M)."""
@@ -63,4 +78,6 @@ def fit_qloop(seq_lens, qloop_us, block_n: int) -> QLoop:
     if not sigma > 0:
         raise ValueError(f"the fitted Q-loop slope is {sigma:.4g} us per KV tile: not > 0")
     rms = float(np.sqrt(np.mean((design @ np.array([sigma, fixed]) - y) ** 2)))
-    return QLoop(float(sigma), float(fixed), int(block_n), int(len(y)), rms)
+    c = np.asarray([] if cvs is None else cvs, dtype=float)
+    c = c[np.isfinite(c) & (c >= 0)]
+    return QLoop(float(sigma), float(fixed), int(block_n), int(len(y)), rms, float(np.median(c)) if c.size else 0.0)

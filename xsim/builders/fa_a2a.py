@@ -36,6 +36,7 @@ from xsim.attention.qloop import QLoop
 from xsim.attention.shape import DESTINATIONS, AttentionShape, drain_peers
 from xsim.params import Param
 from xsim.platform import Platform
+from xsim.spread import factors
 from xsim.stats import Stats
 from xsim.units import gbps_to_bytes_per_us
 from xsim.workload import Workload, XStageParams
@@ -60,6 +61,9 @@ PARAMS = {
     "replays": Param("int", 3, "back-to-back kernel replays (the first is warm-up)", minimum=1, maximum=1000),
     "t_lat_us": Param("us", 0.0, "cc: fixed completion latency per tile (eq. 17 T_lat)", minimum=0),
     "boundary_waits_drain": Param("bool", False, "a kernel boundary waits for the replay's stores to drain"),
+    "qloop_cv": Param("float", 0.0, "spread of a tile's Q-loop, coefficient of variation (0: every tile alike; "
+                      "the report fits it on the FA-only records)", minimum=0),
+    "spread_seed": Param("int", 0, "seed of the per-tile spread (a hash of each tile's identity)", minimum=0),
     "pace": Param("int", 8, "fused-paced: row chunks per tile, spread over the next Q-loop", minimum=1, maximum=1024),
 }
 
@@ -132,13 +136,24 @@ def _streams(params: dict, shape: AttentionShape, gap: float) -> list[tuple[np.n
     return out
 
 
+def _spread(streams, reps: int, params: dict) -> np.ndarray:
+    """Each (sub-)tile's Q-loop factor (:mod:`xsim.spread`), keyed by (program, tile in its
+    stream, replay, paced or not): the same tile draws the same factor in every variant but
+    fused-paced, whose sub-tiles are other pieces of work."""
+    ids = [np.stack([np.full(len(m) * reps, p), np.tile(np.arange(len(m)), reps),
+                     np.repeat(np.arange(reps), len(m)),
+                     np.full(len(m) * reps, int(params["variant"] == "fused-paced"))], axis=1)
+           for p, (m, _) in enumerate(streams)]
+    return factors(np.concatenate(ids), params["qloop_cv"], params["spread_seed"])
+
+
 def build(params: dict, platform: Platform) -> Workload:
     shape = shape_of(params)
     gap, k, reps = _gap_us(params, shape), shape.programs, params["replays"]
     variant = params["variant"]
     streams = _streams(params, shape, gap)
     counts = np.array([len(m) * reps for m, _ in streams], dtype=np.int64)
-    mainloop = np.concatenate([np.tile(m, reps) for m, _ in streams])
+    mainloop = np.concatenate([np.tile(m, reps) for m, _ in streams]) * _spread(streams, reps, params)
     nbytes = np.concatenate([np.tile(b, reps) for _, b in streams])
     n = len(mainloop)
     store_bytes = shape.tile_bytes / (params["pace"] if variant == "fused-paced" else 1)   # one store group

@@ -20,7 +20,7 @@ from xsim.moe.layout import expert_layout
 from xsim.moe.routing import ROUTINGS, route
 from xsim.moe.schedule import d_knee, default_lead, experts_per_wave, schedule_table
 from xsim.moe.shapes import PRECISIONS, MoEShape
-from xsim.moe.spread import tile_factors
+from xsim.spread import tile_factors
 from xsim.moe.tiles import L1, L2, TileTable
 from xsim.params import Param
 from xsim.platform import Platform

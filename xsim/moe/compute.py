@@ -15,7 +15,7 @@ The same records' per-tile costs outside the mainloop are the kernel's fixed per
 kinds), and for L1 its ``store_us`` and ``signal_us``. The fused-local records' ``kernel_outside_us``
 (launch, prologue and exit: the kernel's CUDA-event time minus its first-to-last stamp) is
 the per-kernel fixed cost (:attr:`MainloopModel.kernel_outside_us`). Their p10 and p90 give each
-kind's spread from tile to tile (:meth:`MainloopModel.spread`, :mod:`xsim.moe.spread`).
+kind's spread from tile to tile (:meth:`MainloopModel.spread`, :mod:`xsim.spread`).
 
 Which records: for each key, the fused kernel's own per-tile times from the local-Combine
 control (params ``source = "fused-local"``: ``hwkernels.moe_bench --combine local``, the same

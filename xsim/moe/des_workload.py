@@ -5,7 +5,7 @@ tiles: wait until ``l2_full[m]`` reaches ``l1_nblocks``, ``mainloop = T_L2``, th
 Combine bytes (valid remote rows x block_n2 x 2 bytes) into the GPU's X-Stage. Staging depth
 S = 0 by default: the Triton kernel's epilogue stores sit on the compute role, so a tile's
 mainloop starts only after the previous tile's stores have issued. ``mainloop_factor`` (one per
-tile, :mod:`xsim.moe.spread`) scales each tile's mainloop; ``prologue_us`` (the kernel's time
+tile, :mod:`xsim.spread`) scales each tile's mainloop; ``prologue_us`` (the kernel's time
 outside its tiles) is added to each program's first tile.
 
 When an L1 tile's ``l2_full`` signal takes effect (``l1_release``):

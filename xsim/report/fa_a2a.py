@@ -28,7 +28,7 @@ import numpy as np
 from calibration.fidelity import mape_percent
 from calibration.records import RecordSet
 from xsim.attention.predict import FaA2aPrediction, paced_residual_us, predict
-from xsim.attention.qloop import QLoop, fit_qloop
+from xsim.attention.qloop import QLoop, fit_qloop, spread_cv
 from xsim.attention.shape import AttentionShape
 from xsim.builders import fa_a2a as builder
 from xsim.des import simulate
@@ -53,6 +53,7 @@ class Point:
     shape: AttentionShape
     measured: dict                      # kind -> median kernel_us
     qloop_us: float = math.nan          # FA-only median per-tile Q-loop time
+    qloop_cv: float = math.nan          # FA-only per-tile Q-loop spread (coefficient of variation)
     issue_span_us: float = math.nan     # fused median per-tile issue span
     closed_form: FaA2aPrediction | None = None
     predicted: dict = field(default_factory=dict)   # model -> {"fused_us", "cc_us", "e_res_us", "e_cc_us"}
@@ -154,6 +155,7 @@ def collect(rs: RecordSet, notes: list[str]) -> dict:
         point.where.append(r.where)
         if r.kind == "fa-only":
             point.qloop_us = r.stat("qloop_us", "median")
+            point.qloop_cv = spread_cv(r.stat("qloop_us", "p10"), r.stat("qloop_us", "p90"), r.stat("qloop_us", "mean"))
         if r.kind == "fused-paced":
             if r.params.get("pace_spread", True) and r.params.get("tile_order", "remote-first") == "remote-first":
                 point.pace = int(r.params.get("pace_chunks", builder.PARAMS["pace"].default))
@@ -174,7 +176,8 @@ def _des_residuals(p: Point, qloop: QLoop, platform: Platform, destination: str,
             "variant": variant, "seq_len": s.seq_len, "batch": s.batch, "heads": s.heads, "sp": s.sp,
             "head_dim": s.head_dim, "block_m": s.block_m, "block_n": s.block_n, "producers": s.producers,
             "destination": destination, "sigma_us_per_kv_tile": qloop.sigma_us_per_kv_tile,
-            "qloop_fixed_us": qloop.fixed_us, "replays": DES_REPLAYS, "pace": p.pace or 1}, "fa-a2a point")
+            "qloop_fixed_us": qloop.fixed_us, "qloop_cv": qloop.cv, "replays": DES_REPLAYS, "pace": p.pace or 1},
+            "fa-a2a point")
         result = simulate(builder.build(params, platform), engine=engine, trace=False)
         out[variant] = builder.summarize(result, params)["e_res_us"]
     return out
@@ -287,7 +290,8 @@ def build(rs: RecordSet, platform: Platform, engine: str | None = None) -> FaA2a
         named = dict(zip(SERIES_KEYS, key))
         fa = [p for p in pts if math.isfinite(p.qloop_us)]
         try:
-            qloop = fit_qloop([p.seq_len for p in fa], [p.qloop_us for p in fa], int(named["block_n"]))
+            qloop = fit_qloop([p.seq_len for p in fa], [p.qloop_us for p in fa], int(named["block_n"]),
+                              [p.qloop_cv for p in fa])
         except ValueError as exc:
             notes.append(f"series {named}: no predictions ({exc})")
             qloop = None

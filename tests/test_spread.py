@@ -7,7 +7,7 @@ from xsim.moe.layout import expert_layout
 from xsim.moe.routing import route
 from xsim.moe.schedule import interleaved_table, wave_table
 from xsim.moe.shapes import MoEShape
-from xsim.moe.spread import tile_factors
+from xsim.spread import tile_factors
 
 
 def many_tiles(n=40000):
