@@ -131,13 +131,14 @@ def test_ctrl_c_to_the_group_stops_a_local_cluster_sweep_cleanly(tmp_path):
 
     root = Path(__file__).resolve().parents[1]
     out = tmp_path / "s"
-    # points of growing cost (40 .. 4000 bursts): the first rows land early, the last points are still
-    # running when Ctrl-C comes, however fast the machine (with 100 equal points a quiet machine
-    # finished the whole sweep before the first rows were seen)
-    argv = [sys.executable, "-m", "xsim", "sweep", "periodic", "--grid", "bursts=40:4000:40", "--set", "producers=32",
-            "--set", "warmup_bursts=2", "--no-plots", "--out", str(out), "--scheduler", "local:2"]
+    argv = [sys.executable, "-m", "xsim", "sweep", "periodic", "--grid", "gap_us=0:99:1", "--set", "producers=32",
+            "--set", "bursts=800", "--set", "warmup_bursts=2", "--no-plots", "--out", str(out),
+            "--scheduler", "local:2"]
     env = {**os.environ, "PYTHONPATH": str(root)}
-    proc = subprocess.Popen(argv, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # a terminal's foreground command starts with SIGINT at its default; a test run as a background job
+    # (no job control) inherits it ignored, and the sweep would never see the Ctrl-C this test sends
+    proc = subprocess.Popen(argv, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     rows = lambda: (out / "rows.jsonl").read_bytes().count(b"\n") if (out / "rows.jsonl").exists() else 0  # noqa: E731
     deadline = time.monotonic() + 120
     while rows() < 2 and proc.poll() is None and time.monotonic() < deadline:
@@ -164,4 +165,4 @@ def test_ctrl_c_to_the_group_stops_a_local_cluster_sweep_cleanly(tmp_path):
     assert 2 <= kept < 100
     assert subprocess.run(argv + ["--resume"], env=env, capture_output=True, timeout=300).returncode == 0
     assert sorted(json.loads(x)["point"] for x in (out / "rows.jsonl").read_text().splitlines()) == \
-        sorted(json.dumps({"bursts": b}) for b in range(40, 4001, 40))
+        sorted(json.dumps({"gap_us": float(g)}) for g in range(100))
