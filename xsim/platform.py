@@ -1,4 +1,5 @@
-"""Platform model M_X = (T_iss0(K, B), R, Q(K)) and its versioned JSON profile format.
+"""Platform model M_X = (T_iss0(K, B), R, Q(K)) and its versioned JSON profile format (the two
+laws, T_iss0 and Q(K), in :mod:`xsim.platform_laws`).
 
 A profile is data with units in every key. ``T_iss0`` depends on the producer count K and the
 bytes per producer B; ``Q`` depends on K; ``R`` is the effective aggregate drain rate of one
@@ -15,137 +16,17 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
-import numpy as np
-
 from xsim.arbitration import Arbitration, ArbitrationError
 from xsim.fileio import atomic_write, decode, parse_json, read_bytes
 from xsim.load_gate import LoadGate, LoadGateError, gate_from_json, gate_to_json, with_gate
-from xsim.units import KIB, gbps_to_bytes_per_us
+from xsim.platform_laws import CapacityModel, IssueModel, ProfileError, _positive
+from xsim.units import KIB
 
 SCHEMA = "xstage.platform/1"
 MAX_SMS, MAX_GPUS = 100_000, 4096   # far beyond any GPU; keeps K-dependent arithmetic in floats
 # The point at which profiles and reports quote T_iss0 and Q(K): one CTA per SM of an H200, 32 KiB bursts.
 REFERENCE_PRODUCERS = 132
 REFERENCE_BURST_BYTES = 32 * KIB
-
-
-class ProfileError(ValueError):
-    """A platform profile that cannot be read or is not valid."""
-
-
-def _positive(name: str, value: float | None, allow_none: bool = False) -> None:
-    if value is None and allow_none:
-        return
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value <= 0:
-        raise ProfileError(f'"{name}" must be a finite number > 0, got {value!r}')
-
-
-@dataclass(frozen=True)
-class IssueModel:
-    """Backpressure-free burst issue time T_iss0(K, B).
-
-    ``T_iss0 = t_fixed_us + min(B, fast_bytes) / fast_issue_gbps
-               + [B - fast_bytes]+ * max(1 / producer_issue_gbps, K / aggregate_issue_gbps)``:
-    a fixed per-burst cost; optionally, the first ``fast_bytes`` of each producer's burst at a
-    faster rate (the SM's store buffer absorbing them: measured on H200, docs/calibration.md);
-    then the rest at the producer's own store-issue rate unless the K producers together hit an
-    aggregate injection ceiling. ``None`` rates are unlimited; without ``fast_bytes`` the model
-    is the one-rate form ``t_fixed_us + B * max(1/producer, K/aggregate)``.
-
-    Optionally a threads-per-CTA term (measured on H200: 256 threads issue 8 KiB 15-25 % faster
-    than 128, 512 or 1024; docs/calibration.md): the model above is for ``threads_ref`` threads,
-    and ``thread_terms`` holds ``(threads, extra_us, extra_us_per_kib)`` per measured thread
-    count, added as ``extra_us + extra_us_per_kib * B / KiB``; between measured counts the terms
-    are interpolated in log2(threads), outside them clamped. ``threads = None`` is the reference.
-    """
-
-    t_fixed_us: float = 0.0
-    producer_issue_gbps: float | None = None
-    aggregate_issue_gbps: float | None = None
-    fast_bytes: float | None = None
-    fast_issue_gbps: float | None = None
-    threads_ref: int | None = None
-    thread_terms: tuple[tuple[int, float, float], ...] | None = None
-
-    def __post_init__(self) -> None:
-        if self.thread_terms is not None:
-            terms = tuple(sorted((int(t), float(a), float(c)) for t, a, c in self.thread_terms))
-            if not terms or any(t <= 0 or not (math.isfinite(a) and math.isfinite(c)) for t, a, c in terms):
-                raise ProfileError('"thread_terms" must be (threads > 0, extra_us, extra_us_per_kib) triples')
-            object.__setattr__(self, "thread_terms", terms)
-        if (self.threads_ref is None) != (self.thread_terms is None):
-            raise ProfileError('"threads_ref" and "thread_terms" must be given together')
-        if not isinstance(self.t_fixed_us, (int, float)) or isinstance(self.t_fixed_us, bool) \
-                or not math.isfinite(self.t_fixed_us) or not self.t_fixed_us >= 0:
-            raise ProfileError(f'"t_fixed_us" must be a finite number >= 0, got {self.t_fixed_us!r}')
-        _positive("producer_issue_gbps", self.producer_issue_gbps, allow_none=True)
-        _positive("aggregate_issue_gbps", self.aggregate_issue_gbps, allow_none=True)
-        _positive("fast_bytes", self.fast_bytes, allow_none=True)
-        _positive("fast_issue_gbps", self.fast_issue_gbps, allow_none=True)
-        if (self.fast_bytes is None) != (self.fast_issue_gbps is None):
-            raise ProfileError('"fast_bytes" and "fast_issue_gbps" must be given together')
-
-    def thread_extra_us(self, threads: int | None, burst_bytes: float) -> float:
-        """The threads-per-CTA term at ``threads`` (0 for the reference count or without terms)."""
-        if threads is None or self.thread_terms is None or threads == self.threads_ref:
-            return 0.0
-        ts = [math.log2(t) for t, _, _ in self.thread_terms]
-        x = min(max(math.log2(threads), ts[0]), ts[-1])
-        extra = float(np.interp(x, ts, [a for _, a, _ in self.thread_terms]))
-        per_kib = float(np.interp(x, ts, [c for _, _, c in self.thread_terms]))
-        return extra + per_kib * burst_bytes / 1024.0
-
-    def t_iss0_us(self, producers: int, burst_bytes: float, threads: int | None = None) -> float:
-        """Backpressure-free issue time of a burst of ``producers`` x ``burst_bytes`` (at
-        ``threads`` threads per producer; None: the reference count)."""
-        base = self._t_iss0_ref_us(producers, burst_bytes)
-        extra = self.thread_extra_us(threads, burst_bytes)
-        return base if extra == 0.0 else max(base + extra, 1e-3 * base)
-
-    def _t_iss0_ref_us(self, producers: int, burst_bytes: float) -> float:
-        us_per_byte = 0.0
-        if self.producer_issue_gbps is not None:
-            us_per_byte = 1.0 / gbps_to_bytes_per_us(self.producer_issue_gbps)
-        if self.aggregate_issue_gbps is not None:
-            us_per_byte = max(us_per_byte, producers / gbps_to_bytes_per_us(self.aggregate_issue_gbps))
-        if self.fast_bytes is None:
-            return self.t_fixed_us + burst_bytes * us_per_byte
-        fast = min(burst_bytes, self.fast_bytes)
-        return (self.t_fixed_us + fast / gbps_to_bytes_per_us(self.fast_issue_gbps)
-                + (burst_bytes - fast) * us_per_byte)
-
-
-@dataclass(frozen=True)
-class CapacityModel:
-    """Effective outstanding capacity Q(K) = min(shared_bytes + K * per_producer_bytes, max_bytes).
-
-    Either bound may be ``None`` (absent); at least one must be given. ``shared_bytes`` (default
-    0) is a part of the capacity that does not scale with the producers (measured on H200:
-    Q(K) is affine in K, docs/calibration.md); it needs ``per_producer_bytes``.
-    """
-
-    max_bytes: float | None = None
-    per_producer_bytes: float | None = None
-    shared_bytes: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.max_bytes is None and self.per_producer_bytes is None:
-            raise ProfileError('capacity needs "max_bytes" or "per_producer_bytes"')
-        _positive("max_bytes", self.max_bytes, allow_none=True)
-        _positive("per_producer_bytes", self.per_producer_bytes, allow_none=True)
-        if self.shared_bytes is not None:
-            if self.per_producer_bytes is None:
-                raise ProfileError('"shared_bytes" needs "per_producer_bytes"')
-            if not isinstance(self.shared_bytes, (int, float)) or isinstance(self.shared_bytes, bool) \
-                    or not math.isfinite(self.shared_bytes) \
-                    or self.shared_bytes < 0:
-                raise ProfileError(f'"shared_bytes" must be a finite number >= 0, got {self.shared_bytes!r}')
-
-    def capacity_bytes(self, producers: int) -> float:
-        bounds = [b for b in (self.max_bytes,) if b is not None]
-        if self.per_producer_bytes is not None:
-            bounds.append((self.shared_bytes or 0.0) + producers * self.per_producer_bytes)
-        return min(bounds)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,22 @@
+"""The two laws of a profile, T_iss0 and Q(K) (xsim.platform_laws; re-exported by xsim.platform)."""
+
+import pytest
+
+from xsim import platform, platform_laws
+from xsim.platform_laws import CapacityModel, IssueModel, ProfileError
+
+
+def test_the_laws_are_the_ones_platform_exports():
+    for name in ("CapacityModel", "IssueModel", "ProfileError"):
+        assert getattr(platform, name) is getattr(platform_laws, name)
+
+
+def test_capacity_is_the_smaller_of_its_bounds_and_refuses_bad_numbers():
+    q = CapacityModel(max_bytes=4e6, per_producer_bytes=20e3, shared_bytes=1e6)
+    assert q.capacity_bytes(16) == pytest.approx(1e6 + 16 * 20e3)
+    assert q.capacity_bytes(1000) == pytest.approx(4e6)
+    with pytest.raises(ProfileError, match='"shared_bytes" needs "per_producer_bytes"'):
+        CapacityModel(max_bytes=1e6, shared_bytes=1.0)
+    with pytest.raises(ProfileError, match='"max_bytes" must be a finite number > 0'):
+        CapacityModel(max_bytes=-1.0)
+    assert IssueModel(t_fixed_us=0.5).t_iss0_us(132, 32768) >= 0.5
