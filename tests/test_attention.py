@@ -155,7 +155,8 @@ def test_block_n_of_the_fit_must_match():
 
 
 def test_the_qloop_spread_is_the_median_cv_of_the_points():
-    from xsim.attention.qloop import P10_P90_SIGMAS, fit_qloop, spread_cv
+    from xsim.attention.qloop import fit_qloop
+    from xsim.spread import P10_P90_SIGMAS, spread_cv
 
     assert spread_cv(9.0, 11.0, 10.0) == pytest.approx(2.0 / (P10_P90_SIGMAS * 10.0))
     assert spread_cv(1.0, 2.0, 0.0) != spread_cv(1.0, 2.0, 0.0)          # NaN without a mean

@@ -14,9 +14,12 @@ same tiles give each the same time.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 _MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
+P10_P90_SIGMAS = 2 * 1.2815515655446004   # p90 - p10 of a normal, in standard deviations
 
 
 def _splitmix64(x: np.ndarray) -> np.ndarray:
@@ -26,6 +29,19 @@ def _splitmix64(x: np.ndarray) -> np.ndarray:
         x = ((x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)) & _MASK
         x = ((x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)) & _MASK
         return x ^ (x >> np.uint64(31))
+
+
+def spread_cv(p10: float, p90: float, mean: float) -> float:
+    """A measured per-tile distribution's coefficient of variation, (p90 - p10) / (2.563 mean):
+    the normal's standard deviation its p10 and p90 imply, over its mean (NaN if mean <= 0)."""
+    return (p90 - p10) / (P10_P90_SIGMAS * mean) if mean > 0 else math.nan
+
+
+def _identities(ids) -> np.ndarray:
+    ids = np.asarray(ids)
+    if ids.ndim != 2 or ids.shape[1] != 4:
+        raise ValueError(f'"tiles" must be [n_tiles, 4], got shape {ids.shape}')
+    return ids
 
 
 def _uniform(tiles: np.ndarray, seed: int, stream: int) -> np.ndarray:
@@ -41,9 +57,7 @@ def factors(ids: np.ndarray, cv, seed: int = 0) -> np.ndarray:
     one per row) for each identity row of ``ids`` (int[n, 4])."""
     if seed < 0:
         raise ValueError('"seed" must be >= 0.')
-    ids = np.asarray(ids)
-    if ids.ndim != 2 or ids.shape[1] != 4:
-        raise ValueError(f'"tiles" must be [n_tiles, 4], got shape {ids.shape}')
+    ids = _identities(ids)
     cv = np.broadcast_to(np.asarray(cv, dtype=float), (len(ids),))
     if not np.all(cv >= 0):
         raise ValueError("a spread (coefficient of variation) must be >= 0")
@@ -56,9 +70,7 @@ def factors(ids: np.ndarray, cv, seed: int = 0) -> np.ndarray:
 def tile_factors(tiles: np.ndarray, cv_by_kind: dict[int, float], seed: int = 0) -> np.ndarray:
     """:func:`factors` with the CV of each tile's kind (its first identity column; 0 for a kind
     without a spread)."""
-    tiles = np.asarray(tiles)
-    if tiles.ndim != 2 or tiles.shape[1] != 4:
-        raise ValueError(f'"tiles" must be [n_tiles, 4], got shape {tiles.shape}')
+    tiles = _identities(tiles)
     cv = np.zeros(len(tiles))
     for kind, value in cv_by_kind.items():
         if not value >= 0:

@@ -49,19 +49,10 @@ class QLoop:
                 "cv": self.cv}
 
 
-P10_P90_SIGMAS = 2 * 1.2815515655446004   # p90 - p10 of a normal, in standard deviations
-
-
-def spread_cv(p10_us: float, p90_us: float, mean_us: float) -> float:
-    """A per-tile distribution's coefficient of variation from its p10, p90 and mean (NaN if
-    the mean is not > 0)."""
-    return (p90_us - p10_us) / (P10_P90_SIGMAS * mean_us) if mean_us > 0 else math.nan
-
-
 def fit_qloop(seq_lens, qloop_us, block_n: int, cvs=None) -> QLoop:
     """Least-squares line through (ceil(M / b_n), measured Q-loop time) over the sweep,
     residuals relative to the measured time (a 1K point weighs as much as a 64K one); the
-    spread ``cv`` is the median of the points' per-tile CVs (``cvs``, :func:`spread_cv`; 0 without).
+    spread ``cv`` is the median of the points' per-tile CVs (``cvs``, :func:`xsim.spread.spread_cv`; 0 without).
 
     Needs at least two distinct sequence lengths; a non-positive slope is an error (the
     Q-loop must grow with M)."""

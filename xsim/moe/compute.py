@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from xsim.moe.shapes import MoEShape
+from xsim.spread import spread_cv
 
 # Dense peaks per GPU (TFLOP/s by precision, HBM TB/s) the roofline uses, by platform name.
 ROOFLINE_PEAKS = {
@@ -219,9 +220,6 @@ def fit_shapes(records: list[dict]) -> dict:
     return {key: float(np.mean(v)) for key, v in groups.items()}
 
 
-P10_P90_SIGMAS = 2 * 1.2815515655446004   # p90 - p10 of a normal, in standard deviations
-
-
 def fit_spreads(records: list[dict]) -> dict:
     """The mainloop's coefficient of variation per tile kind, (p90 - p10) / (2.563 mean) of each
     preferred record, averaged per shape key (as :func:`fit_shapes`) and per fit key (every shape)."""
@@ -230,7 +228,7 @@ def fit_spreads(records: list[dict]) -> dict:
         p, st = rec["params"], rec.get("stats", {}).get("mainloop_us", {})
         if not all(k in st for k in ("p10", "p90", "mean")) or not st["mean"] > 0:
             continue
-        cv = (float(st["p90"]) - float(st["p10"])) / (P10_P90_SIGMAS * float(st["mean"]))
+        cv = spread_cv(float(st["p10"]), float(st["p90"]), float(st["mean"]))
         groups.setdefault(_key_of(rec), []).append(cv)
         if "hidden" in p and "intermediate" in p:
             groups.setdefault(_key_of(rec) + (int(p["hidden"]), int(p["intermediate"])), []).append(cv)

@@ -28,12 +28,13 @@ import numpy as np
 from calibration.fidelity import mape_percent
 from calibration.records import RecordSet
 from xsim.attention.predict import FaA2aPrediction, paced_residual_us, predict
-from xsim.attention.qloop import QLoop, fit_qloop, spread_cv
+from xsim.attention.qloop import QLoop, fit_qloop
 from xsim.attention.shape import AttentionShape
 from xsim.builders import fa_a2a as builder
 from xsim.des import simulate
 from xsim.params import resolve
 from xsim.platform import Platform
+from xsim.spread import spread_cv
 
 KINDS = ("fa-only", "sdpa-cudnn", "a2a-store", "a2a-ce", "serial", "fused", "fused-paced", "cc")
 SERIES_KEYS = ("head_dim", "block_m", "block_n", "sp", "destination")
