@@ -199,3 +199,99 @@ def test_builders_use_the_platform_gate(scope, threshold):
         a, b = simulate(w, "simpy"), simulate(w, "fast")
         assert_identical(a, b)
         assert a.times.gate_wait_us.max() > 0
+
+
+# ---- mode stall: a running mainloop is paused while the occupancy is above the threshold -----------
+
+def stalled(w, threshold_bytes, scope="link", loads=True):
+    return dataclasses.replace(w, mainloop_loads=loads, load_gate=LoadGate(threshold_bytes, scope, "stall"))
+
+
+def burst_during_a_load(t0=0.5):
+    """Drain R = 1000 B/us, no backpressure. Producer 0 loads for 10 us from t = 0 (nothing in the
+    stage: it starts at once); producer 1, on the same stage, spins 2 us then issues V = 5000 B in
+    ``t0`` us (r = V / t0) while the stage drains at R: q rises at r - R to V - R t0 at 2 + t0, then
+    falls at R."""
+    streams = [[dict(mainloop=10.0)], [dict(mainloop=0.0, epilogue=2.0, bytes=5000.0, t0=t0)]]
+    return workload(streams, drain=1000.0, capacity=1e7, staging_depth=0)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("t0", [0.5, 0.01])
+def test_stall_pauses_a_running_load_by_hand(engine, t0):
+    """G = 2000 B, link scope. q rises above G at 2 + G / (r - R) and falls back to it at
+    2 + t0 + (V - R t0 - G) / R = 2 + (V - G) / R: the load is paused for (V - G) / R less the rise,
+    G t0 / (V - R t0) (-> (V - G) / R = 3 us for an instant burst), its 10 us of work end that much
+    later, and the pause is its gate wait and stall. The start gate never holds it (it started
+    before the burst)."""
+    v, g, rate = 5000.0, 2000.0, 1000.0
+    paused = (v - g) / rate - g * t0 / (v - rate * t0)
+    t = simulate(stalled(burst_during_a_load(t0), g), engine).times
+    np.testing.assert_allclose(t.mainloop_start[0], 0.0)
+    np.testing.assert_allclose(t.mainloop_end[0], 10.0 + paused, rtol=1e-12)
+    np.testing.assert_allclose([t.gate_wait_us[0], t.stall_us[0]], paused, rtol=1e-12)
+    assert t.gate_wait_us[1] == 0.0   # a tile without mainloop time is never gated
+    start = simulate(dataclasses.replace(stalled(burst_during_a_load(t0), g), load_gate=LoadGate(g, "link")),
+                     engine).times
+    assert start.mainloop_end[0] == 10.0 and start.gate_wait_us[0] == 0.0
+    # a burst whose peak V - R t0 stays at or below G pauses nothing: the run without a gate
+    assert_identical(simulate(burst_during_a_load(t0), engine),
+                     simulate(stalled(burst_during_a_load(t0), v - rate * t0 + 1.0), engine))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_stall_producer_scope_own_stores_by_hand(engine):
+    """Producer scope, 2 staging slots: the issuer stores tile 0's 3000 B (t0 = 1 us, drain 1000 B/us:
+    q rises at 2000 B/us) while tile 1's mainloop (loads, 5 us) runs from t = 1. G = 1000 B: q passes
+    G at 1.5, peaks at 2000 B at 2.0, falls back to G at 3.0: tile 1 is paused 1.5 us."""
+    streams = [[dict(mainloop=1.0, bytes=3000.0, t0=1.0), dict(mainloop=5.0)]]
+    w = workload(streams, drain=1000.0, capacity=1e7, staging_depth=2)
+    t = simulate(stalled(w, 1000.0, "producer"), engine).times
+    np.testing.assert_allclose(t.mainloop_start[1], 1.0)
+    np.testing.assert_allclose(t.gate_wait_us[1], 1.5, rtol=1e-12)
+    np.testing.assert_allclose(t.mainloop_end[1], 7.5, rtol=1e-12)
+    assert simulate(gated(w, 1000.0, "producer"), engine).times.mainloop_end[1] == 6.0   # start: never held
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("depth", [0, 1])
+@pytest.mark.parametrize("threshold", [0.0, 700.0, 3000.0])
+@pytest.mark.parametrize("scope", ["link", "producer"])
+def test_stall_equals_start_when_nothing_is_stored_during_a_load(engine, depth, threshold, scope):
+    """With nothing accepted once the loads begin (every burst ends first, the occupancy only falls)
+    no running mainloop is ever paused: stall is the start gate, bit for bit."""
+    w = single_burst(depth)
+    a, b = simulate(stalled(w, threshold, scope), engine), simulate(gated(w, threshold, scope), engine)
+    assert np.sum(a.times.gate_wait_us > 0) >= 2   # the gate holds mainloops before they start
+    assert_identical(a, b)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("scope", ["producer", "link"])
+@pytest.mark.parametrize("depth", [0, 2])
+def test_stall_above_any_occupancy_equals_no_gate(engine, scope, depth):
+    """A stall threshold no occupancy reaches pauses nothing and moves nothing: the run without a
+    gate bit for bit (so does a stall gate on mainloops that do not load); a threshold of 0 holds
+    mainloops, and a held mainloop spans at least its work."""
+    w = workload(mixed_streams(), drain=900.0, capacity=3000.0, staging_depth=depth, gpus=[0, 1, 0, 1, 0],
+                 n_xstages=2)
+    base = simulate(w, engine)
+    for other in (stalled(w, 1e7, scope), stalled(w, 0.0, scope, loads=False)):
+        r = simulate(other, engine)
+        assert np.all(r.times.gate_wait_us == 0.0)
+        assert_identical(base, r)
+    held = simulate(stalled(w, 0.0, scope), engine).times
+    assert held.gate_wait_us.sum() > 0 and np.all(held.gate_wait_us >= 0.0)
+    span = held.mainloop_end - held.mainloop_start   # its work, and any pause while it ran
+    assert np.all(span >= w.mainloop_us * (1 - 1e-12)) and np.all(held.stall_us >= held.gate_wait_us)
+
+
+@pytest.mark.parametrize("scope, threshold", [("producer", 8192.0), ("link", 329_500.0)])
+def test_builders_with_a_stall_gate(scope, threshold):
+    """Full-size MoE and FA+A2A workloads with a stall gate: the engines agree bit for bit."""
+    platform = dataclasses.replace(resolve_platform("h200-pcie-host"), load_gate=LoadGate(threshold, scope, "stall"))
+    for name, sets in (("fa-a2a-host", ["seq_len=2048", "replays=2"]),
+                       ("moe1-qwen3-30b-fp8-balanced-4096", ["schedule=interleaved"])):
+        w = load_scenario(name).with_overrides(sets).build(platform)
+        assert w.gate == platform.load_gate
+        assert_identical(simulate(w, "simpy"), simulate(w, "fast"))

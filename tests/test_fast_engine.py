@@ -132,6 +132,34 @@ def test_random_gated_workloads_identical(cfg, g):
             assert np.array_equal(at, bt) and np.array_equal(aq, bq)
 
 
+stall_gate = st.fixed_dictionaries({
+    "threshold": st.sampled_from([0.0, 0.0, 50.0, 600.0, 1e7]) | st.floats(0.0, 6000.0),
+    "scope": st.sampled_from(["producer", "link"]),
+    "loads": st.sampled_from([True, True, True, False]),
+})
+
+
+# no counters, coupled through the X-Stage, one or two stages: about one draw in five pauses a
+# running mainloop (with gated_config, one in twenty)
+stall_config = config.map(lambda c: {**c, "counters": 0, "gpus": 1 + (c["gpus"] > 2), "coupling": "xstage"})
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(stall_config | gated_config, stall_gate)
+def test_random_stall_gated_workloads_identical(cfg, g):
+    """With a random stall gate (mainloops paused while the occupancy is above the threshold, both
+    scopes that have it) the engines agree bit for bit."""
+    w = dataclasses.replace(random_workload(cfg), mainloop_loads=g["loads"],
+                            load_gate=LoadGate(g["threshold"], g["scope"], "stall"))
+    a, b = run_both(w)
+    assert_same(a, b)
+    if not isinstance(a, str):
+        for key, column in a.times.columns().items():
+            assert np.array_equal(column, b.times.columns()[key], equal_nan=True), key
+        for (at, aq), (bt, bq) in zip(a.traces, b.traces):
+            assert np.array_equal(at, bt) and np.array_equal(aq, bq)
+
+
 def test_deadlock_reported_alike():
     cfg = {"streams": [[dict(mainloop=1.0, epilogue=0.0, bytes=100.0, t0=1.0, release=0.0, wait=0, value=5,
                              signal=-1, on_drain=False)]],

@@ -103,3 +103,66 @@ def test_cli_gate_errors_are_one_line(capsys, flags, message):
     assert main(["simulate", "periodic", "--platform", "paper-8gpu", *flags]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def test_stall_mode_validates():
+    assert LoadGate(1.0).mode == "start" and not LoadGate(1.0).stalls
+    assert LoadGate(1.0, "link", "stall").stalls and LoadGate(1.0, "producer", "stall").stalls
+    with pytest.raises(LoadGateError, match='"mode" must be one of start, stall'):
+        LoadGate(1.0, "link", "pause")
+    with pytest.raises(LoadGateError, match='"mode" stall needs scope producer or link'):
+        LoadGate(1.0, "fifo", "stall")
+
+
+def test_stall_mode_json():
+    """The mode is written only when it is not start, so start-mode profiles stay byte for byte."""
+    assert gate_to_json(LoadGate(5.0, "link")) == {"threshold_bytes": 5.0, "scope": "link"}
+    stall = LoadGate(5.0, "link", "stall")
+    assert gate_to_json(stall) == {"threshold_bytes": 5.0, "scope": "link", "mode": "stall"}
+    assert gate_from_json(gate_to_json(stall)) == stall
+    assert gate_from_json({"threshold_bytes": 5.0, "scope": "link", "mode": "start"}) == LoadGate(5.0, "link")
+    with pytest.raises(LoadGateError, match='"mode" must be one of'):
+        gate_from_json({"threshold_bytes": 5.0, "mode": 1})
+    data = toy_platform().to_dict()
+    with pytest.raises(ProfileError, match='"mode" stall needs scope'):
+        Platform.from_dict({**data, "load_gate": {"threshold_bytes": 5.0, "scope": "fifo", "mode": "stall"}})
+
+
+def test_stall_profile_round_trip(tmp_path):
+    platform = dataclasses.replace(toy_platform(), load_gate=LoadGate(329500.0, "link", "stall"))
+    path = tmp_path / "p.json"
+    save_profile(platform, path)
+    assert json.loads(path.read_text())["load_gate"]["mode"] == "stall"
+    assert load_profile(path) == platform
+
+
+def test_with_gate_mode_overrides():
+    gate = LoadGate(100.0, "link")
+    assert with_gate(gate, mode="stall") == LoadGate(100.0, "link", "stall")
+    assert with_gate(LoadGate(100.0, "link", "stall"), threshold_bytes=5.0) == LoadGate(5.0, "link", "stall")
+    assert with_gate(LoadGate(100.0, "link", "stall"), mode="start") == gate
+    with pytest.raises(LoadGateError, match="a load gate mode needs a threshold"):
+        with_gate(None, mode="stall")
+    p = toy_platform().with_overrides(load_gate_bytes=4096.0, load_gate_scope="link", load_gate_mode="stall")
+    assert p.load_gate == LoadGate(4096.0, "link", "stall") and "load_gate_mode" in p.provenance["overridden"]
+
+
+def test_cli_asks_what_if_the_gate_stalled(capsys):
+    """``--load-gate-mode stall`` on the FA+A2A Q-loops: a different run (Q-loops that run while the
+    next wave's stores arrive are paused, which spaces the later waves out: not necessarily a longer
+    kernel), still held; ``start`` is the default."""
+    start = _fa_json(capsys, "--load-gate-bytes", "300000", "--load-gate-scope", "link")
+    stall = _fa_json(capsys, "--load-gate-bytes", "300000", "--load-gate-scope", "link", "--load-gate-mode", "stall")
+    assert stall != start and stall["stall_us"]["mean"] > 0.0
+    assert _fa_json(capsys, "--load-gate-bytes", "300000", "--load-gate-scope", "link", "--load-gate-mode",
+                    "start") == start
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--load-gate-mode", "stall"], "a load gate mode needs a threshold"),
+    (["--load-gate-bytes", "1000", "--load-gate-scope", "fifo", "--load-gate-mode", "stall"], "needs scope producer or link"),
+])
+def test_cli_mode_errors_are_one_line(capsys, flags, message):
+    assert main(["simulate", "periodic", "--platform", "paper-8gpu", *flags]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1

@@ -15,8 +15,19 @@ below ``threshold_bytes``:
 
 ``threshold_bytes = 0`` with scope ``producer`` is "wait for my own stores to drain"; an
 infinite threshold is the model without a gate. The engines apply it to the tiles of a
-workload with ``mainloop_loads`` (docs/simulator.md, "Load gate"). Profile JSON:
-``"load_gate": {"threshold_bytes": 12345.0, "scope": "producer"}`` (absent or null: no gate).
+workload with ``mainloop_loads`` (docs/simulator.md, "Load gate").
+
+``mode`` says when the gate holds a mainloop:
+
+- ``"start"`` (default): only before it starts; once running it runs its full length;
+- ``"stall"``: also while it runs: it progresses only while the occupancy of its scope is at or
+  below the threshold, is paused (its remaining work frozen) whenever the occupancy rises above
+  it, and resumes when it falls back (docs/simulator.md, "Stall mode"). Scopes producer and link
+  only: a fifo gate's target is fixed when the mainloop begins to wait, so a running mainloop
+  has no occupancy to stall on.
+
+Profile JSON: ``"load_gate": {"threshold_bytes": 12345.0, "scope": "producer"}`` (absent or
+null: no gate), with ``"mode": "stall"`` optional (absent: ``"start"``, written only when not).
 """
 
 from __future__ import annotations
@@ -26,6 +37,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 SCOPES = ("producer", "link", "fifo")
+MODES = ("start", "stall")
+STALL_SCOPES = ("producer", "link")
 
 
 class LoadGateError(ValueError):
@@ -38,6 +51,7 @@ class LoadGate:
 
     threshold_bytes: float
     scope: str = "producer"   # one of SCOPES
+    mode: str = "start"       # one of MODES: hold a mainloop before it starts, or also while it runs
 
     def __post_init__(self) -> None:
         value = self.threshold_bytes
@@ -46,14 +60,26 @@ class LoadGate:
         object.__setattr__(self, "threshold_bytes", float(value))
         if self.scope not in SCOPES:
             raise LoadGateError(f'"scope" must be one of {", ".join(SCOPES)}, got {self.scope!r}')
+        if self.mode not in MODES:
+            raise LoadGateError(f'"mode" must be one of {", ".join(MODES)}, got {self.mode!r}')
+        if self.mode == "stall" and self.scope not in STALL_SCOPES:
+            raise LoadGateError(f'"mode" stall needs scope {" or ".join(STALL_SCOPES)}, got {self.scope!r} '
+                                '(a fifo target is fixed when the mainloop begins to wait)')
 
     @property
     def is_open(self) -> bool:
         """An infinite threshold: no mainloop ever waits (the model without a gate)."""
         return self.threshold_bytes == math.inf
 
+    @property
+    def stalls(self) -> bool:
+        """Mode stall: a running mainloop is paused while the occupancy is above the threshold."""
+        return self.mode == "stall"
+
     def to_dict(self) -> dict[str, Any]:
-        return {"threshold_bytes": self.threshold_bytes, "scope": self.scope}
+        """The profile's object; ``mode`` only when not the default (start-mode profiles unchanged)."""
+        out: dict[str, Any] = {"threshold_bytes": self.threshold_bytes, "scope": self.scope}
+        return {**out, "mode": self.mode} if self.mode != "start" else out
 
 
 def gate_to_json(gate: LoadGate | None) -> dict[str, Any] | None:
@@ -68,19 +94,23 @@ def gate_from_json(value: Any) -> LoadGate | None:
         return None
     if not isinstance(value, Mapping):
         raise LoadGateError(f'"load_gate" must be an object or null, got {type(value).__name__}')
-    unknown = sorted(set(value) - {"threshold_bytes", "scope"})
+    unknown = sorted(set(value) - {"threshold_bytes", "scope", "mode"})
     if unknown:
-        raise LoadGateError(f'"load_gate" has an unknown key {unknown[0]!r}; known: scope, threshold_bytes')
+        raise LoadGateError(f'"load_gate" has an unknown key {unknown[0]!r}; known: mode, scope, threshold_bytes')
     if "threshold_bytes" not in value:
         raise LoadGateError('"load_gate" is missing the key \'threshold_bytes\'')
-    return LoadGate(value["threshold_bytes"], value.get("scope", "producer"))
+    return LoadGate(value["threshold_bytes"], value.get("scope", "producer"), value.get("mode", "start"))
 
 
-def with_gate(gate: LoadGate | None, threshold_bytes: float | None = None, scope: str | None = None) -> LoadGate | None:
-    """``gate`` with a command-line threshold and/or scope (a scope alone needs a gate to apply to)."""
-    if threshold_bytes is None and scope is None:
+def with_gate(gate: LoadGate | None, threshold_bytes: float | None = None, scope: str | None = None,
+              mode: str | None = None) -> LoadGate | None:
+    """``gate`` with a command-line threshold, scope and/or mode (a scope or mode alone needs a gate
+    to apply to)."""
+    if threshold_bytes is None and scope is None and mode is None:
         return gate
     if threshold_bytes is None and gate is None:
-        raise LoadGateError("a load gate scope needs a threshold: the platform has no load gate")
+        what = "scope" if scope is not None else "mode"
+        raise LoadGateError(f"a load gate {what} needs a threshold: the platform has no load gate")
     return LoadGate(gate.threshold_bytes if threshold_bytes is None else threshold_bytes,
-                    scope or (gate.scope if gate is not None else "producer"))
+                    scope or (gate.scope if gate is not None else "producer"),
+                    mode or (gate.mode if gate is not None else "start"))

@@ -117,13 +117,14 @@ class Platform:
         capacity_bytes: float | None = None,
         load_gate_bytes: float | None = None,
         load_gate_scope: str | None = None,
+        load_gate_mode: str | None = None,
     ) -> "Platform":
         """A copy with command-line overrides: a constant T_iss0, R and/or a constant Q; the load
-        gate's threshold and/or scope."""
+        gate's threshold, scope and/or mode."""
         changes: dict[str, Any] = {}
-        if load_gate_bytes is not None or load_gate_scope is not None:
+        if load_gate_bytes is not None or load_gate_scope is not None or load_gate_mode is not None:
             try:
-                changes["load_gate"] = with_gate(self.load_gate, load_gate_bytes, load_gate_scope)
+                changes["load_gate"] = with_gate(self.load_gate, load_gate_bytes, load_gate_scope, load_gate_mode)
             except LoadGateError as exc:
                 raise ProfileError(str(exc)) from None
         if t_iss0_us is not None:
@@ -138,7 +139,7 @@ class Platform:
         overridden = sorted(k for k, v in
                             (("t_iss0_us", t_iss0_us), ("drain_gbps", drain_gbps),
                              ("capacity_bytes", capacity_bytes), ("load_gate_bytes", load_gate_bytes),
-                             ("load_gate_scope", load_gate_scope)) if v is not None)
+                             ("load_gate_scope", load_gate_scope), ("load_gate_mode", load_gate_mode)) if v is not None)
         provenance = dict(self.provenance, overridden=overridden)
         return dataclasses.replace(self, status="override", provenance=provenance, **changes)
 

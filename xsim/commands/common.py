@@ -8,7 +8,7 @@ import math
 import sys
 from typing import Any, Mapping
 
-from xsim.load_gate import SCOPES
+from xsim.load_gate import MODES, SCOPES
 from xsim.params import ParamError
 from xsim.platform import Platform, resolve_platform
 from xsim.units import UnitError, format_count, parse_bytes, parse_gbps, parse_time_us
@@ -37,6 +37,9 @@ def add_platform_options(parser) -> None:
     group.add_argument("--load-gate-scope", choices=SCOPES,
                        help="whose occupancy the load gate sees: the producer's own bytes, the whole link's, or "
                             "(fifo) the link's bytes that were ahead of the mainloop when it began to wait")
+    group.add_argument("--load-gate-mode", choices=MODES,
+                       help="when the load gate holds a mainloop: before it starts only, or (stall) also while it "
+                            "runs, pausing it whenever the occupancy is above the threshold")
 
 
 def parse_gate_bytes(text: str) -> float:
@@ -53,10 +56,12 @@ def platform_from_args(args, name_or_path: str | None = None) -> Platform:
         if value is not None and not value > 0:
             raise ParamError(f"--{name.replace('_', '-')} must be > 0, got {value:g}")
     gate_bytes, gate_scope = getattr(args, "load_gate_bytes", None), getattr(args, "load_gate_scope", None)
+    gate_mode = getattr(args, "load_gate_mode", None)
     if gate_bytes is not None and not gate_bytes >= 0:
         raise ParamError(f"--load-gate-bytes must be >= 0, got {gate_bytes:g}")
     platform = resolve_platform(args.platform if name_or_path is None else name_or_path)
-    return platform.with_overrides(args.t_iss0_us, args.drain_gbps, args.capacity_bytes, gate_bytes, gate_scope)
+    return platform.with_overrides(args.t_iss0_us, args.drain_gbps, args.capacity_bytes, gate_bytes, gate_scope,
+                                  gate_mode)
 
 
 def add_json_option(parser) -> None:

@@ -59,12 +59,12 @@ def _put(q, j, t, prio, kind, arg, gen):
 
 
 @jit
-def timeout(q, t, kind, arg):
+def timeout(q, t, kind, arg, gen=0):
     """``env.timeout``: a heap entry at time ``t``."""
     n = q.count[Count.HEAP_LEN]
     if n == q.time.shape[0] // 2:
         raise RuntimeError("fast engine: event heap overflow")
-    _put(q, n, t, NORMAL, kind, arg, 0)
+    _put(q, n, t, NORMAL, kind, arg, gen)
     q.count[Count.HEAP_LEN] = n + 1
     while n > 0 and _before(q, n, (n - 1) // 2):
         _swap(q, n, (n - 1) // 2)
@@ -79,6 +79,29 @@ def ring_push(q, now, prio, kind, arg, gen):
         raise RuntimeError("fast engine: event ring overflow")
     j = q.count[Count.RING_HEAD] + q.count[Count.RING_LEN]
     _put(q, size + (j - size if j >= size else j), now, prio, kind, arg, gen)
+    q.count[Count.RING_LEN] += 1
+
+
+@jit
+def ring_push_urgent(q, now, kind, arg, gen):
+    """An urgent entry at the current time (SimPy's ``Process.interrupt``): after every urgent one
+    scheduled before it, before every normal one. Urgent entries sit at the ring's head (they have
+    the smallest keys), so the head moves back one slot and the urgent ones before it move with it."""
+    size = q.time.shape[0] // 2
+    if q.count[Count.RING_LEN] == size:
+        raise RuntimeError("fast engine: event ring overflow")
+    head = q.count[Count.RING_HEAD]
+    new_head = head - 1 if head > 0 else size - 1
+    j, m = head, new_head
+    for _ in range(q.count[Count.RING_LEN]):   # the urgent prefix moves one slot toward the new head
+        if q.entry[size + j, Entry.KEY] >= PRIO_SHIFT:
+            break
+        q.time[size + m] = q.time[size + j]
+        for c in range(ENTRY_WIDTH):
+            q.entry[size + m, c] = q.entry[size + j, c]
+        m, j = j, j + 1 if j + 1 < size else 0
+    _put(q, size + m, now, URGENT, kind, arg, gen)
+    q.count[Count.RING_HEAD] = new_head
     q.count[Count.RING_LEN] += 1
 
 

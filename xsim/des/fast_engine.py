@@ -26,11 +26,11 @@ import types
 
 import numpy as np
 
-from xsim.des import event_queue, fast_resources, fast_roles, fast_state, fast_xstage, fluid, fluid_state, gate, \
-    layout, min_tree, water_fill
+from xsim.des import event_queue, fast_resources, fast_roles, fast_stall, fast_state, fast_xstage, fluid, \
+    fluid_state, gate, layout, min_tree, stall, stall_keys, water_fill
 from xsim.des.event_queue import URGENT, Entry, peek, ring_push, take
-from xsim.des.fast_roles import ISS_DRAINED, issuer_run, mma_run
-from xsim.des.fast_state import (K_DRAIN, K_DRAINED, K_ISSUER, K_MMA, K_SLOT_PUT, K_STORE_GET,
+from xsim.des.fast_roles import ISS_DRAINED, issuer_run, mma_paused, mma_run
+from xsim.des.fast_state import (K_DRAIN, K_DRAINED, K_ISSUER, K_MAIN, K_MMA, K_PAUSE, K_SLOT_PUT, K_STORE_GET,
                                  K_STORE_PUT, K_WAKE, N_TIMES, SLEEP_WAKE_ONLY, CounterI, DrainF, DrainI, ProducerI,
                                  TileI, initial_state)
 from xsim.des.fast_xstage import INF, drain_turn, fire_condition
@@ -48,6 +48,11 @@ def _process(kind, arg, gen, now, s):
     pi, x = s.producers.i, s.xstages
     if kind == K_MMA:
         mma_run(s, arg, now)
+    elif kind == K_MAIN:  # a mainloop's end at a stall gate; stale if it was paused since
+        if gen == pi[arg, ProducerI.MMA_GEN]:
+            mma_run(s, arg, now)
+    elif kind == K_PAUSE:
+        mma_paused(s.producers, arg, now)
     elif kind == K_ISSUER or kind == K_STORE_GET:
         issuer_run(s, arg, now)
     elif kind == K_STORE_PUT:  # callbacks: Store._trigger_get, then the mma resumes
@@ -67,7 +72,7 @@ def _process(kind, arg, gen, now, s):
     elif kind == K_WAKE and (gen != x.drain_i[arg, DrainI.GEN] or x.drain_i[arg, DrainI.SLEEP] != SLEEP_WAKE_ONLY):
         if gen == x.drain_i[arg, DrainI.GEN]:  # else a stale wake: the drain has run since
             fire_condition(x.drain_i, arg, now, s.queue)
-    elif drain_turn(x, s.tiles, s.producers, arg, now, s.queue, s.tracing, s.gate):  # K_DRAIN, or a wake of a drain asleep on it
+    elif drain_turn(x, s.tiles, s.producers, arg, now, s.queue, s.tracing, s.gate, s.stall):  # K_DRAIN, or a wake of a drain asleep on it
         return arg
     return -1
 
@@ -93,8 +98,8 @@ def _timer_first(x, g, q, j):
     return j < 0 or t < q.time[j] or (t == q.time[j] and x.drain_i[g, DrainI.TIMER_KEY] < q.entry[j, Entry.KEY])
 
 
-@cached_kernel(event_queue, fast_resources, fast_roles, fast_state, fast_xstage, fluid, fluid_state, gate, layout,
-               min_tree, water_fill)
+@cached_kernel(event_queue, fast_resources, fast_roles, fast_stall, fast_state, fast_xstage, fluid, fluid_state, gate,
+               layout, min_tree, stall, stall_keys, water_fill)
 def _kernel(s, trace_t, trace_q, trace_g, n):
     """Run the processes until none is left or the trace buffers are full; returns the number of
     q(t) breakpoints (t, q, stage) written so far. Called again, it resumes where it stopped."""

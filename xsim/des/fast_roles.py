@@ -4,23 +4,25 @@ Each SimPy process becomes a program counter (``ProducerI.MMA_PC``, ``ProducerI.
 sits at the point after the event the role waits for; :func:`mma_run` and :func:`issuer_run`
 resume a role until it waits again. The arrays are :mod:`xsim.des.fast_state`'s ``State``.
 
-- ``mma`` (compute role): release time, counter wait, staging-slot get, load gate, mainloop,
-  put the finished tile into the issuer's FIFO;
+- ``mma`` (compute role): release time, counter wait, staging-slot get, load gate, mainloop
+  (at a stall gate: run, paused, run again: ``MMA_RUN``, ``MMA_PAUSED``), put the finished tile
+  into the issuer's FIFO;
 - ``issuer`` (epilogue role): take a tile, epilogue, inject into the X-Stage and wait for the
   issue to end, signal, (completion-coupled: wait for the tile's last byte), free a slot.
 """
 
 from __future__ import annotations
 
+from xsim.des import fast_stall
 from xsim.des.event_queue import succeed, timeout
 from xsim.des.fast_resources import counter_signal, counter_wait, fifo_get, slot_get
-from xsim.des.fast_state import (DR_PROCESSED, DR_SCHEDULED, GATE_NONE, K_DRAINED, K_ISSUER, K_MMA,
-                                 K_SLOT_PUT, K_STORE_PUT, ProducerF, ProducerI, TileF, TileI)
-from xsim.des.fast_xstage import gate_closed, inject
+from xsim.des.fast_state import (DR_PROCESSED, DR_SCHEDULED, GATE_LINK, GATE_NONE, K_DRAINED, K_ISSUER, K_MAIN,
+                                 K_MMA, K_SLOT_PUT, K_STORE_PUT, ProducerF, ProducerI, TileF, TileI)
+from xsim.des.fast_xstage import gate_closed, inject, stall_closed
 from xsim.des.jit import inline, jit
 
 # program counters: each role sits at the point after the event it waits for
-MMA_START, MMA_RELEASED, MMA_DEPS, MMA_SLOT, MMA_GATE, MMA_MAIN, MMA_PUT, DONE = range(8)
+MMA_START, MMA_RELEASED, MMA_DEPS, MMA_SLOT, MMA_GATE, MMA_MAIN, MMA_PUT, MMA_RUN, MMA_PAUSED, DONE = range(10)
 ISS_START, ISS_GOT, ISS_EPILOGUE, ISS_ISSUED, ISS_DRAINED, ISS_PUT = range(6)
 
 
@@ -56,13 +58,35 @@ def mma_run(s, p, now):
                 return
             pf[p, ProducerF.SLOT_AT] = now
             pi[p, ProducerI.MMA_PC] = MMA_GATE
-            if gate_closed(s.xstages, s.producers, pi[p, ProducerI.GPU], pi[p, ProducerI.COLUMN], p, now, q,
-                           s.gate):
+            if s.stall:
+                if stall_closed(s.xstages, s.producers, pi[p, ProducerI.GPU], pi[p, ProducerI.COLUMN], p,
+                                tf[TileF.MAINLOOP_US, i], now, q, s.gate):
+                    return
+            elif gate_closed(s.xstages, s.producers, pi[p, ProducerI.GPU], pi[p, ProducerI.COLUMN], p, now, q,
+                             s.gate):
                 return
         elif pc == MMA_GATE:
+            if s.stall and not fast_stall.resume(s.producers, p, now):
+                return   # paused again before it resumed: it waits on
             tf[TileF.GATE_WAIT, i] = now - pf[p, ProducerF.SLOT_AT]
-            _mainloop(s, p, i, now)
+            if s.stall:
+                tf[TileF.STALL, i] = now - pf[p, ProducerF.DEPS_MET]
+                tf[TileF.MAINLOOP_START, i] = now
+                _run(s, p, now)
+            else:
+                _mainloop(s, p, i, now)
             return
+        elif pc == MMA_PAUSED:
+            if not fast_stall.resume(s.producers, p, now):
+                return
+            tf[TileF.GATE_WAIT, i] += now - pf[p, ProducerF.PAUSE_T]
+            tf[TileF.STALL, i] += now - pf[p, ProducerF.PAUSE_T]
+            _run(s, p, now)
+            return
+        elif pc == MMA_RUN:  # the mainloop at a stall gate has done its work
+            fast_stall.finish(s.xstages, s.producers, pi[p, ProducerI.GPU], pi[p, ProducerI.COLUMN], p,
+                              s.gate == GATE_LINK)
+            pi[p, ProducerI.MMA_PC] = MMA_MAIN
         elif pc == MMA_MAIN:
             tf[TileF.MAINLOOP_END, i] = now
             pi[p, ProducerI.FIFO_TAIL] += 1  # Store.put: the item is in the FIFO at once
@@ -81,6 +105,20 @@ def _mainloop(s, p, i, now):
     tf[TileF.MAINLOOP_START, i] = now
     s.producers.i[p, ProducerI.MMA_PC] = MMA_MAIN
     timeout(s.queue, now + tf[TileF.MAINLOOP_US, i], K_MMA, p)
+
+
+@inline
+def _run(s, p, now):
+    """Producer p's mainloop at a stall gate runs from now with the work it has left."""
+    s.producers.i[p, ProducerI.MMA_PC] = MMA_RUN
+    timeout(s.queue, now + s.producers.f[p, ProducerF.LEFT], K_MAIN, p, s.producers.i[p, ProducerI.MMA_GEN])
+
+
+@jit
+def mma_paused(producers, p, now):
+    """The stage paused producer p's running mainloop (SimPy's interrupt): it waits from now."""
+    producers.f[p, ProducerF.PAUSE_T] = now
+    producers.i[p, ProducerI.MMA_PC] = MMA_PAUSED
 
 
 @inline

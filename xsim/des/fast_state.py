@@ -49,8 +49,10 @@ from xsim.workload import Workload
 
 INT_MAX = np.iinfo(np.int64).max
 
-# what a queue entry does when it is processed (its argument: a producer, a tile or a stage)
-(K_MMA, K_ISSUER, K_STORE_PUT, K_STORE_GET, K_SLOT_PUT, K_DRAINED, K_WAKE, K_DRAIN) = range(8)
+# what a queue entry does when it is processed (its argument: a producer, a tile or a stage);
+# K_MAIN: a mainloop's end at a stall gate (stale unless its generation is the producer's
+# MMA_GEN), K_PAUSE: the stage pauses it (SimPy's Process.interrupt)
+(K_MMA, K_ISSUER, K_STORE_PUT, K_STORE_GET, K_SLOT_PUT, K_DRAINED, K_WAKE, K_DRAIN, K_MAIN, K_PAUSE) = range(10)
 # the load gate the workload's mainloops wait at (State.gate)
 GATE_NONE, GATE_PRODUCER, GATE_LINK, GATE_FIFO = range(4)
 
@@ -67,13 +69,15 @@ DR_NONE, DR_SCHEDULED, DR_PROCESSED = range(3)
 # (tile numbers HEAD .. TAIL); the epilogue role's program counter, tile, whether it waits for a
 # tile, tiles done; the next producer waiting on the same counter and its threshold; its latest
 # remote tile and the tile whose drained event it waits on; the next producer waiting at the same
-# link- or fifo-scope load gate
+# link- or fifo-scope load gate; its mainloop's state at a stall gate (xsim.des.stall.IDLE ..
+# RUNNING) and the generation of its pending end (K_MAIN)
 ProducerI = layout("ProducerI", "FIRST END GPU COLUMN MMA_PC MMA_TILE MMA_WAITS_SLOT SLOTS FIFO_HEAD FIFO_TAIL "
                                 "ISS_PC ISS_TILE ISS_WAITS_TILE ISS_DONE WAIT_NEXT WAIT_VALUE LAST_REMOTE EVENT "
-                                "GATE_NEXT")
+                                "GATE_NEXT STALL MMA_GEN")
 # when the compute role got ready, met deps, got a slot; the stage's accepted bytes (since its
-# anchor, xsim.des.gate) when its mainloop began to wait at a fifo-scope gate
-ProducerF = layout("ProducerF", "READY DEPS_MET SLOT_AT GATE_ACC")
+# anchor, xsim.des.gate) when its mainloop began to wait at a fifo-scope gate; at a stall gate:
+# when its mainloop last resumed, the work it had left then (us), when it was last paused
+ProducerF = layout("ProducerF", "READY DEPS_MET SLOT_AT GATE_ACC RUN_T LEFT PAUSE_T")
 CounterI = layout("CounterI", "VALUE HEAD TAIL MIN_WAIT")   # waiting producers HEAD .. TAIL
 # per stage: the time and total of the last q(t) point; the drain's pending timeout (inf: none);
 # when the total q reaches a link-scope load gate's threshold (fifo scope: the head waiter's
@@ -82,8 +86,9 @@ DrainF = layout("DrainF", "TRACE_T TRACE_Q TIMER GATE_KEY ACC ACC_T ACC_RATE")
 # per stage: the drain's generation (a wake of an older one is stale), how it sleeps (SLEEP_*),
 # whether its (timeout | wake) condition is pending, whether it was woken this instant; the
 # stage's columns BASE .. BASE + SIZE; the key SimPy would give its timer; the producers waiting
-# at a link- or fifo-scope load gate, GATE_HEAD .. GATE_TAIL (linked through ProducerI.GATE_NEXT; -1: none)
-DrainI = layout("DrainI", "GEN SLEEP COND WOKEN SIZE BASE TIMER_KEY GATE_HEAD GATE_TAIL")
+# at a link- or fifo-scope load gate, GATE_HEAD .. GATE_TAIL (linked through ProducerI.GATE_NEXT; -1: none);
+# how many mainloops are at a link-scope stall gate (GATE_KEY: its next crossing)
+DrainI = layout("DrainI", "GEN SLEEP COND WOKEN SIZE BASE TIMER_KEY GATE_HEAD GATE_TAIL STALL_COUNT")
 SLEEP_WAKE_ONLY, SLEEP_COND = 1, 2   # the drain sleeps on its wake event / on (timeout | wake)
 # per column: its producer, the tile it issues (-1: none), its FIFO of drain marks (tiles)
 Column = layout("Column", "PRODUCER ISSUING MARK_HEAD MARK_TAIL")
@@ -120,6 +125,7 @@ class State(NamedTuple):
     coupled: bool         # completion-coupled: the issuer waits for each tile's last byte
     tracing: bool         # record the q(t) breakpoints
     gate: int             # the load gate mainloops wait at: GATE_NONE, GATE_PRODUCER, GATE_LINK or GATE_FIFO
+    stall: bool           # the gate's mode is stall: it also pauses running mainloops (xsim.des.stall)
 
 
 @inline
@@ -161,7 +167,9 @@ def _xstages(w: Workload) -> XStages:
     producers = np.argsort(w.producer_gpu, kind="stable")  # column -> producer
     weight = np.asarray(w.producer_weight, dtype=float)
     gate_bytes = w.gate.threshold_bytes if w.gate is not None else math.inf
-    stages = [new_stage(x.drain_bytes_per_us, x.capacity_bytes / max(int(n), 1), weight[producers[b:b + n]], gate_bytes)
+    stalls = w.gate is not None and w.gate.stalls
+    stages = [new_stage(x.drain_bytes_per_us, x.capacity_bytes / max(int(n), 1), weight[producers[b:b + n]], gate_bytes,
+                        stalls)
               for x, b, n in zip(w.xstages, drain_i[:, DrainI.BASE], drain_i[:, DrainI.SIZE])]
     per_stage = [np.stack([s[a] for s in stages]) for a in range(2)]
     per_column = [np.concatenate([s[a] for s in stages], axis=1) for a in range(2, 6)]
@@ -187,7 +195,10 @@ def initial_state(w: Workload, trace: bool) -> State:
     counters = columns(CounterI, w.n_counters, np.int64)
     counters[:, CounterI.HEAD] = counters[:, CounterI.TAIL] = -1
     counters[:, CounterI.MIN_WAIT] = INT_MAX
-    queue = event_queue.empty(8 * w.n_producers + 8 * len(w.xstages) + 1024)  # a few per process, with room
+    stalls = w.gate is not None and w.gate.stalls
+    # a few per process, with room; a stall gate leaves a stale end in the heap per pause (until its time)
+    queue = event_queue.empty((32 if stalls else 8) * w.n_producers + 8 * len(w.xstages) + 1024)
     scopes = {"producer": GATE_PRODUCER, "link": GATE_LINK, "fifo": GATE_FIFO}
     gate = GATE_NONE if w.gate is None else scopes[w.gate.scope]
-    return State(_tiles(w), _producers(w, x), counters, x, queue, w.coupling == "completion-coupled", trace, gate)
+    return State(_tiles(w), _producers(w, x), counters, x, queue, w.coupling == "completion-coupled", trace, gate,
+                 stalls)

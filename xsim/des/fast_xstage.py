@@ -9,19 +9,22 @@ nothing was missed). Each producer's drain marks are a FIFO linked through its t
 :func:`gate_closed` registers a mainloop that must wait; the drain's turn releases producer-scope
 waiters whose gate key is due (they are among the due producers) and, after the water-fill,
 link-scope waiters once the stage's total q reaches the threshold, fifo-scope waiters (the same
-list, with the stage's accepted bytes when each began to wait) once they reach their target.
+list, with the stage's accepted bytes when each began to wait) once they reach their target. A
+stall gate (:mod:`xsim.des.fast_stall`): :func:`stall_closed` is its arrival; the turn flips
+producer-scope mainloops whose gate key is due (among the due producers) and, after the
+water-fill, decides a link-scope gate.
 """
 
 from __future__ import annotations
 
 import math
 
-from xsim.des import fluid, gate
+from xsim.des import fast_stall, fluid, gate, stall
 from xsim.des.event_queue import NORMAL, new_key, succeed
 from xsim.des.fast_state import (DR_SCHEDULED, GATE_FIFO, GATE_LINK, GATE_PRODUCER, K_DRAIN, K_DRAINED, K_ISSUER,
                                  K_MMA, K_WAKE, SLEEP_COND, SLEEP_WAKE_ONLY, Column, DrainF, DrainI, ProducerF,
                                  ProducerI, TileF, TileI, fluid_stage)
-from xsim.des.fluid_state import Fluid, List, Stage
+from xsim.des.fluid_state import GATE_PAST, Fluid, List, Stage, Status
 from xsim.des.jit import inline, jit
 from xsim.des.water_fill import flows
 
@@ -77,8 +80,38 @@ def gate_closed(x, producers, g, k, p, now, q, scope):
     return True
 
 
+@jit
+def stall_closed(x, producers, g, k, p, mainloop_us, now, q, scope):
+    """StallGate.arrive: False if producer p's (local column k of stage g) mainloop of
+    ``mainloop_us`` runs now (the drain woken if the occupancy crosses up before its next turn);
+    else True, and it waits, the drain woken to take it in."""
+    stage, count, f, status, lists, _ = fluid_stage(x, g)
+    d, df, pf = x.drain_i, x.drain_f, producers.f
+    link = scope == GATE_LINK
+    pf[p, ProducerF.LEFT] = mainloop_us
+    if link:
+        shut, key = stall.link_state(stage, f, status, d[g, DrainI.SIZE], now, INF)
+        if d[g, DrainI.STALL_COUNT] == 0:
+            df[g, DrainF.GATE_KEY] = key
+        d[g, DrainI.STALL_COUNT] += 1
+    else:
+        shut, key = stall.producer_state(stage, f, status, k, now)
+    if shut:
+        if not link:
+            gate.wait_producer(count, status, lists, k)
+        fast_stall.wait(x, producers, g, p, link)
+        _wake(x, g, now, q)
+        return True
+    producers.i[p, ProducerI.STALL], pf[p, ProducerF.RUN_T] = stall.RUNNING, now
+    if not link:
+        status[Status.GATE, k] = GATE_PAST
+    if key < df[g, DrainF.TIMER]:
+        _wake(x, g, now, q)
+    return False
+
+
 @inline
-def _settle(x, tiles, producers, g, now, q, scope):
+def _settle(x, tiles, producers, g, now, q, scope, stalls):
     """XStage._settle: issue ends in producer order, then each producer's due drain marks, then
     its load gate; flows; then a link- or fifo-scope gate. Only producers with an event due now
     can end an issue, pass a mark or reach a producer-scope gate: the due list."""
@@ -109,14 +142,19 @@ def _settle(x, tiles, producers, g, now, q, scope):
             tile = ti[TileI.MARK_NEXT, tile]
         col[Column.MARK_HEAD, k] = tile
         f[Fluid.MARK, k] = tf[TileF.MARK, tile] if tile >= 0 else INF
-    if scope == GATE_PRODUCER and stage[Stage.GATE] < INF:
+    if stalls and scope == GATE_PRODUCER:
+        fast_stall.producer_turn(x, producers, g, due, now, q)
+    elif scope == GATE_PRODUCER and stage[Stage.GATE] < INF:
         for j in range(due):
             local = x.lists[List.DUE, base + j]
             if gate.producer_due(stage, fluid_g, status_g, local, now):
                 succeed(q, now, K_MMA, col[Column.PRODUCER, base + local], 0)
     flows(*s, n, now, False)
     d = x.drain_i
-    if scope == GATE_LINK and d[g, DrainI.GATE_HEAD] >= 0:
+    if stalls:
+        if scope == GATE_LINK:
+            fast_stall.link_turn(x, producers, g, n, now, q)
+    elif scope == GATE_LINK and d[g, DrainI.GATE_HEAD] >= 0:
         released, x.drain_f[g, DrainF.GATE_KEY] = gate.link_turn(stage, fluid_g, status_g, n, now,
                                                                  x.drain_f[g, DrainF.GATE_KEY])
         if released:
@@ -179,13 +217,13 @@ def pairwise_sum(a, lo, n):
 
 
 @inline
-def drain_turn(x, tiles, producers, g, now, q, tracing, scope):
+def drain_turn(x, tiles, producers, g, now, q, tracing, scope, stalls):
     """One turn of XStage.drain's loop: advance, settle, q breakpoint, then sleep until the next
     fluid event or link- or fifo-scope gate crossing (a timer) or a wake. Returns True if the q(t)
     trace got a new breakpoint."""
     d, df = x.drain_i, x.drain_f
     fluid.advance(x.stage[g], now)
-    _settle(x, tiles, producers, g, now, q, scope)
+    _settle(x, tiles, producers, g, now, q, scope, stalls)
     stage, count, f, _, lists, trees = fluid_stage(x, g)
     point = False
     if tracing:
@@ -197,7 +235,8 @@ def drain_turn(x, tiles, producers, g, now, q, tracing, scope):
     d[g, DrainI.GEN] += 1
     d[g, DrainI.WOKEN], d[g, DrainI.COND] = 0, 0
     dt = fluid.next_event(stage, f, trees, d[g, DrainI.SIZE], now, False)
-    if scope >= GATE_LINK and d[g, DrainI.GATE_HEAD] >= 0:  # link or fifo
+    if (scope >= GATE_LINK and d[g, DrainI.GATE_HEAD] >= 0 and not stalls) or \
+            (stalls and scope == GATE_LINK and d[g, DrainI.STALL_COUNT] > 0):  # link or fifo; link stall
         dt = min(dt, max(df[g, DrainF.GATE_KEY] - now, 0.0))
     if dt == INF:
         d[g, DrainI.SLEEP], df[g, DrainF.TIMER] = SLEEP_WAKE_ONLY, INF

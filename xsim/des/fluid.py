@@ -58,10 +58,11 @@ from __future__ import annotations
 
 import math
 
-from xsim.des.fluid_state import (BACKLOG, FULL, MIXED, PASS, REL_TOL, Fluid, FluidStage, List, Stage,  # noqa: F401
-                                  StageCount, Status, Tree, new_stage, quantize_weights)
+from xsim.des.fluid_state import (BACKLOG, FULL, GATE_OFF, GATE_WAIT, MIXED, PASS, REL_TOL, Fluid,  # noqa: F401
+                                  FluidStage, List, Stage, StageCount, Status, Tree, new_stage, quantize_weights)
 from xsim.des.jit import jit
 from xsim.des.min_tree import collect_due, node, tree_set
+from xsim.des.stall_keys import closed_keys, open_keys
 
 
 @jit
@@ -240,7 +241,8 @@ def gate_keys(stage, fluid, k, mode, now, q):
 @jit
 def keys(stage, fluid, status, trees, k, now):
     """Producer k's event keys from its anchor, mode and (for MIXED) the current level; with its
-    mainloop at a load gate, the gate's crossing too (``Fluid.GV``, ``Fluid.GT``)."""
+    mainloop at a load gate, the gate's crossing too (``Fluid.GV``, ``Fluid.GT``; a stall gate's
+    keys: :mod:`xsim.des.stall_keys`)."""
     f, mode = fluid, status[Status.MODE, k]
     kfin, kbnd, kt, kv, q = math.inf, math.inf, math.inf, math.inf, 0.0
     if mode == BACKLOG:
@@ -263,8 +265,14 @@ def keys(stage, fluid, status, trees, k, now):
         kt = min(kfin, kbnd)
     if f[Fluid.MARK, k] < math.inf and (mode == BACKLOG or mode == FULL or mode == MIXED):
         kv = min(kv, mark_key(f, k, f[Fluid.MARK, k]))
-    if status[Status.GATE, k] == 1:
-        gv, gt = gate_keys(stage, f, k, mode, now, q)
+    at_gate = status[Status.GATE, k]
+    if at_gate != GATE_OFF:
+        if stage[Stage.STALL] == 0.0:
+            gv, gt = gate_keys(stage, f, k, mode, now, q)
+        elif at_gate == GATE_WAIT:
+            gv, gt = closed_keys(stage, f, k, mode, now, q)
+        else:
+            gv, gt = open_keys(stage, f, k, mode, now, q)
         f[Fluid.GV, k], f[Fluid.GT, k] = gv, gt
         kv, kt = min(kv, gv), min(kt, gt)
     f[Fluid.KFIN, k], f[Fluid.KBND, k] = kfin, kbnd

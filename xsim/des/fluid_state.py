@@ -35,9 +35,9 @@ IDLE, BACKLOG, FULL, PASS, MIXED = range(5)   # values of Status.MODE
 NO_DEMAND, FINITE, INFINITE = range(3)        # values of Status.DEMAND: what a producer wants of the drain
 
 # the stage's clock t and V, water level L, per-producer capacity, drain rate R, the sum of the
-# weights of the producers that want the drain, the lowest r / w of a FULL producer, and the load
-# gate's threshold (bytes; inf: no gate)
-Stage = layout("Stage", "T V LEVEL CAP DRAIN WANT_W FULL_MIN GATE")
+# weights of the producers that want the drain, the lowest r / w of a FULL producer, the load
+# gate's threshold (bytes; inf: no gate) and whether it stalls running mainloops (1.0: mode stall)
+Stage = layout("Stage", "T V LEVEL CAP DRAIN WANT_W FULL_MIN GATE STALL")
 StageCount = layout("StageCount", "ACTIVE TOUCHED INFINITE MOVING")  # lengths of those lists; INFINITE demands
 # per producer: anchor (q, D, left at t0, V0), rate r, weight w, event keys (finish, boundary, the
 # earliest in time and in V), drain mark, values at now, water-fill sort key, the mode's
@@ -45,12 +45,15 @@ StageCount = layout("StageCount", "ACTIVE TOUCHED INFINITE MOVING")  # lengths o
 # waits at the load gate the clock (GV) or time (GT) at which its q reaches the threshold
 Fluid = layout("Fluid", "Q0 D0 L0 T0 V0 RATE W KFIN KBND KT KV MARK QNOW DNOW LNOW KEY QA QB DA DB LA LB GV GT")
 # per producer: mode, demand, served by the water-fill, touched this instant, seen by this pass,
-# position in List.MOVING (-1: not in it), its mainloop waits at a producer-scope load gate
+# position in List.MOVING (-1: not in it), its mainloop at a producer-scope load gate (GATE_*)
 Status = layout("Status", "MODE DEMAND SAT TOUCHED SEEN MOVING_AT GATE")
 # lists of producers: ACTIVE issuers (PASS, MIXED), TOUCHED this instant, DUE now, the water-fill's
 # ORDER of finite demands, CAND (the pass's candidates), MOVING (q moves: BACKLOG, MIXED)
 List = layout("List", "ACTIVE TOUCHED DUE ORDER CAND MOVING")
 Tree = layout("Tree", "T V")   # min-trees over Fluid.KT and Fluid.KV (xsim.des.min_tree)
+# values of Status.GATE: not at the gate; waiting for q to fall to the threshold; (mode stall) past
+# it, keyed on q rising above it (xsim.des.stall_keys)
+GATE_OFF, GATE_WAIT, GATE_PAST = range(3)
 
 
 class FluidStage(NamedTuple):
@@ -70,11 +73,14 @@ def quantize_weights(weight: np.ndarray) -> np.ndarray:
     return steps * WEIGHT_QUANTUM
 
 
-def new_stage(drain: float, cap: float, weight: np.ndarray, gate_bytes: float = math.inf) -> FluidStage:
-    """An empty stage whose producers have these (quantized) weights (and a load gate's threshold)."""
+def new_stage(drain: float, cap: float, weight: np.ndarray, gate_bytes: float = math.inf,
+              stall: bool = False) -> FluidStage:
+    """An empty stage whose producers have these (quantized) weights (and a load gate's threshold,
+    and whether it stalls running mainloops)."""
     n = len(weight)
     stage, count = np.zeros(len(Stage)), np.zeros(len(StageCount), np.int64)
     stage[Stage.CAP], stage[Stage.DRAIN], stage[Stage.FULL_MIN], stage[Stage.GATE] = cap, drain, math.inf, gate_bytes
+    stage[Stage.STALL] = 1.0 if stall else 0.0
     fluid = rows(Fluid, n)
     fluid[Fluid.W] = quantize_weights(weight) if n else fluid[Fluid.W]
     fluid[Fluid.KFIN:Fluid.MARK + 1] = math.inf

@@ -135,10 +135,11 @@ def fifo_acc(acc, acc_t, acc_rate, now):
 @jit
 def fifo_motion(stage, fluid, status, n, now):
     """(total q, its rate of change, the rate at which the stage accepts bytes) from ``now`` at the
-    current level (the stage advanced to ``now``, after the water-fill): a BACKLOG producer's q
-    falls at L w, a MIXED one's moves at r - L w; a MIXED or PASS issuer accepts at r, a FULL one
-    at L w (it injects what drains)."""
-    v, cap, level = stage[Stage.V], stage[Stage.CAP], stage[Stage.LEVEL]
+    current level (after the water-fill; the clock as :func:`clock_at` gives it, which is the
+    stored one once the stage is advanced to ``now``): a BACKLOG producer's q falls at L w, a
+    MIXED one's moves at r - L w; a MIXED or PASS issuer accepts at r, a FULL one at L w (it
+    injects what drains)."""
+    v, cap, level = clock_at(stage, now), stage[Stage.CAP], stage[Stage.LEVEL]
     total, slope, accept = 0.0, 0.0, 0.0
     for k in range(n):
         total += _q(fluid, status, k, now, v, cap)

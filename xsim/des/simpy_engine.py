@@ -19,6 +19,7 @@ import simpy
 from xsim.des import fluid, gate
 from xsim.des.fluid_state import Fluid
 from xsim.des.result import SimResult, TileTimes
+from xsim.des.simpy_stall import StallGate
 from xsim.des.water_fill import flows
 from xsim.workload import Workload
 
@@ -32,17 +33,20 @@ class XStage:
     (:class:`xsim.des.fluid_state.FluidStage`), passed to the fluid functions as ``*self.s``."""
 
     def __init__(self, env: simpy.Environment, drain: float, capacity: float, producers: np.ndarray,
-                 weight: np.ndarray, trace: bool, gate_bytes: float = np.inf, gate_scope: str = "producer"):
+                 weight: np.ndarray, trace: bool, gate_bytes: float = np.inf, gate_scope: str = "producer",
+                 gate_stalls: bool = False):
         self.env = env
         self.local = {int(p): i for i, p in enumerate(producers)}  # producer -> index here
         n = self.n = len(producers)
         weight = np.asarray(weight, dtype=float)[producers] if n else np.zeros(0)
-        self.s = fluid.new_stage(drain, capacity / max(n, 1), weight, gate_bytes)
+        self.s = fluid.new_stage(drain, capacity / max(n, 1), weight, gate_bytes, gate_stalls)
+        self.stall = StallGate(self, gate_scope == "link") if gate_stalls else None  # mode stall
+        start_scope = None if gate_stalls else gate_scope   # the start-mode gate's paths below
         self._marks: list[list] = [[] for _ in range(n)]  # FIFO of (mark, event) per producer
         self._issued: list = [None] * n
-        self._link = gate_scope == "link"
-        self._fifo = gate_scope == "fifo"
-        self._own_gate = gate_scope == "producer" and gate_bytes < np.inf  # a gate key per producer
+        self._link = start_scope == "link"
+        self._fifo = start_scope == "fifo"
+        self._own_gate = start_scope == "producer" and gate_bytes < np.inf  # a gate key per producer
         self._gated: list = [None] * n   # producer scope: the event a waiting mainloop yields
         self._link_waiting: list = []    # link scope: the waiting mainloops' events, in order;
         #                                  fifo scope: (accepted bytes when it began, event), in order
@@ -51,6 +55,7 @@ class XStage:
         self.trace_t: list[float] | None = [0.0] if trace else None
         self.trace_q: list[float] = [0.0]
         self._wake = env.event()
+        self._timer, self.timer_at = None, np.inf   # the drain's pending timeout and its time (inf: none)
         env.process(self.drain())
 
     @property
@@ -93,6 +98,15 @@ class XStage:
             self._wake.succeed()
         return event
 
+    def wake(self) -> None:
+        """Wake the drain (once per instant): its turn at this instant takes in what changed."""
+        if not self._wake.triggered:
+            self._wake.succeed()
+
+    def _timer_fired(self, event) -> None:
+        if event is self._timer:
+            self._timer, self.timer_at = None, np.inf
+
     def _flows(self) -> None:
         flows(*self.s, self.n, self.env.now, True)  # every producer: the reference
 
@@ -119,8 +133,12 @@ class XStage:
             if gate.producer_due(s.stage, x, s.status, i, now):
                 self._gated[i], event = None, self._gated[i]
                 event.succeed()
+        if self.stall is not None and not self.stall.link:
+            self.stall.producer_turn(now)
         self._flows()
-        if self._fifo and self._link_waiting:
+        if self.stall is not None and self.stall.link:
+            self.stall.link_turn(now)
+        elif self._fifo and self._link_waiting:
             self._fifo_turn(now)
         elif self._link_waiting:
             released, self._link_key = gate.link_turn(s.stage, x, s.status, self.n, now, self._link_key)
@@ -160,10 +178,15 @@ class XStage:
             dt = fluid.next_event(self.s.stage, self.s.fluid, self.s.trees, self.n, self.env.now, True)
             if self._link_waiting:
                 dt = min(dt, max(self._link_key - self.env.now, 0.0))
+            elif self.stall is not None and self.stall.link and self.stall.count:
+                dt = min(dt, max(self.stall.key - self.env.now, 0.0))
             if dt == float("inf"):
+                self._timer, self.timer_at = None, np.inf
                 yield self._wake
             else:
-                yield self.env.timeout(dt) | self._wake
+                self._timer, self.timer_at = self.env.timeout(dt), self.env.now + dt
+                self._timer.callbacks.append(self._timer_fired)
+                yield self._timer | self._wake
 
 
 class Counters:
@@ -200,8 +223,9 @@ def run(workload: Workload, trace: bool = True) -> SimResult:
     w = workload
     env = simpy.Environment()
     gated = w.gate
+    stalls = gated is not None and gated.stalls
     stages = [XStage(env, x.drain_bytes_per_us, x.capacity_bytes, np.flatnonzero(w.producer_gpu == g),
-                     w.producer_weight, trace, *((gated.threshold_bytes, gated.scope) if gated else ()))
+                     w.producer_weight, trace, *((gated.threshold_bytes, gated.scope, stalls) if gated else ()))
               for g, x in enumerate(w.xstages)]
     counters = Counters(env, w.n_counters)
     times = TileTimes.empty(w.n_tiles)
@@ -218,16 +242,43 @@ def run(workload: Workload, trace: bool = True) -> SimResult:
             deps_met = env.now
             yield slots.get(1)
             slot_at = env.now
-            if gated is not None and w.mainloop_us[i] > 0:
-                wait = stages[w.producer_gpu[p]].gate(p)
-                if wait is not None:
-                    yield wait
-            times.gate_wait_us[i] = env.now - slot_at
-            times.stall_us[i] = env.now - deps_met
-            times.mainloop_start[i] = env.now
-            yield env.timeout(w.mainloop_us[i])
+            if stalls and w.mainloop_us[i] > 0:
+                yield from stalled(stages[w.producer_gpu[p]], p, i, slot_at, deps_met)
+            else:
+                if gated is not None and w.mainloop_us[i] > 0:
+                    wait = stages[w.producer_gpu[p]].gate(p)
+                    if wait is not None:
+                        yield wait
+                times.gate_wait_us[i] = env.now - slot_at
+                times.stall_us[i] = env.now - deps_met
+                times.mainloop_start[i] = env.now
+                yield env.timeout(w.mainloop_us[i])
             times.mainloop_end[i] = env.now
             yield finished.put(i)
+
+    def stalled(stage: XStage, p: int, i: int, slot_at: float, deps_met: float):
+        """Tile i's mainloop at a stall gate: it runs while the gate is open, paused (interrupted by
+        the stage) whenever it closes; every pause counts in its gate wait and stall."""
+        gate_of, k = stage.stall, stage.local[p]
+        wait = gate_of.arrive(k, w.mainloop_us[i], env.active_process)
+        while wait is not None:
+            yield wait
+            wait = gate_of.resume(k)
+        times.gate_wait_us[i] = env.now - slot_at
+        times.stall_us[i] = env.now - deps_met
+        times.mainloop_start[i] = env.now
+        while True:
+            try:
+                yield env.timeout(gate_of.left[k])
+                break
+            except simpy.Interrupt as paused:
+                at, wait = env.now, paused.cause
+                while wait is not None:
+                    yield wait
+                    wait = gate_of.resume(k)
+                times.gate_wait_us[i] += env.now - at
+                times.stall_us[i] += env.now - at
+        gate_of.finish(k)
 
     def issuer(p: int, slots: simpy.Container, finished: simpy.Store):
         stage = stages[w.producer_gpu[p]]
