@@ -8,7 +8,10 @@ shape). The DES predicts the load phase as gate wait + ``base_us``.
 
 One parameter set per platform: for each scope of :data:`xsim.load_gate.SCOPES` the threshold
 that minimises the relative error of the median load phase on the fit set (a coarse log grid,
-then a bounded scalar search), and the scope with the smaller error is kept. The fit set: the
+then a bounded scalar search), and the scope with the smaller error is kept. ``mode`` "stall"
+fits the same way with the gate in stall mode (scopes :data:`xsim.load_gate.STALL_SCOPES`; the
+prediction, gate wait + base, then counts the pauses of a running load phase too); ``xsim
+calibrate`` fits mode "start" (the shipped profile). The fit set: the
 ``main`` ld.v4 points at K in :data:`FIT_CTAS` ("fit") plus the ``late`` points that tell the
 scopes apart ("fit-late": set A of 66 storing CTAs, ld.v4, L = 256 KiB, set C's delay in
 :data:`FIT_LATE_DELAYS_US`). Everything else is held out: K = 1 and 66, the gap sweep, bulk
@@ -30,7 +33,7 @@ from scipy.optimize import minimize_scalar
 
 from calibration.loadgate_model import Shape, predict
 from calibration.records import Record, RecordError, RecordSet
-from xsim.load_gate import SCOPES, LoadGate
+from xsim.load_gate import SCOPES, STALL_SCOPES, LoadGate
 from xsim.platform import Platform
 
 EXPERIMENT = "loadgate"
@@ -187,15 +190,15 @@ class GateFit:
     scope_errors: dict     # scope -> its fitted gate's group errors (percent), no points
 
 
-def fit_scope(pts: list[GatePoint], platform: Platform, scope: str, engine: str) -> ScopeFit:
-    grid = [(_rms(pts, platform, LoadGate(t, scope), engine), t) for t in GRID_BYTES]
+def fit_scope(pts: list[GatePoint], platform: Platform, scope: str, engine: str, mode: str = "start") -> ScopeFit:
+    grid = [(_rms(pts, platform, LoadGate(t, scope, mode), engine), t) for t in GRID_BYTES]
     best = min(range(len(grid)), key=lambda i: (grid[i][0], i))
     lo, hi = GRID_BYTES[max(best - 1, 0)], GRID_BYTES[min(best + 1, len(GRID_BYTES) - 1)]
-    res = minimize_scalar(lambda t: _rms(pts, platform, LoadGate(float(t), scope), engine), bounds=(lo, hi),
+    res = minimize_scalar(lambda t: _rms(pts, platform, LoadGate(float(t), scope, mode), engine), bounds=(lo, hi),
                           method="bounded", options={"xatol": 100.0})
     t, err = (float(res.x), float(res.fun)) if res.fun <= grid[best][0] else (grid[best][1], grid[best][0])
     t = float(f"{t:.4g}")   # the profile's precision, so that the reported error is the shipped gate's
-    return ScopeFit(scope, t, _rms(pts, platform, LoadGate(t, scope), engine))
+    return ScopeFit(scope, t, _rms(pts, platform, LoadGate(t, scope, mode), engine))
 
 
 def _mape(rows: list[dict], i: int) -> float:
@@ -226,16 +229,16 @@ def errors(pts: list[GatePoint], platform: Platform, gate: LoadGate, engine: str
     return out
 
 
-def fit_gate(rs: RecordSet, platform: Platform, engine: str) -> GateFit:
-    """The platform's gate: the better scope and its threshold, with every group's errors."""
+def fit_gate(rs: RecordSet, platform: Platform, engine: str, mode: str = "start") -> GateFit:
+    """The platform's gate in ``mode``: the better scope and its threshold, with every group's errors."""
     pts = points(rs)
     train = [pt for pt in pts if pt.group in FIT_GROUPS]
     if not any(pt.group == "fit" for pt in train):
         raise RecordError(f"no loadgate fit points (main ld.v4 at K in {FIT_CTAS} with B > 0)")
-    scopes = tuple(fit_scope(train, platform, s, engine) for s in SCOPES)
+    scopes = tuple(fit_scope(train, platform, s, engine, mode) for s in (SCOPES if mode == "start" else STALL_SCOPES))
     best = min(scopes, key=lambda s: (s.rms_rel_error, s.scope))
-    gate = LoadGate(best.threshold_bytes, best.scope)
-    by_scope = {s.scope: errors(pts, platform, LoadGate(s.threshold_bytes, s.scope), engine) for s in scopes}
+    gate = LoadGate(best.threshold_bytes, best.scope, mode)
+    by_scope = {s.scope: errors(pts, platform, LoadGate(s.threshold_bytes, s.scope, mode), engine) for s in scopes}
     return GateFit(gate, scopes, len(train), by_scope[best.scope],
                    {k: {g: e for g, e in v.items() if g != "points"} for k, v in by_scope.items()})
 
