@@ -123,7 +123,11 @@ def test_random_gated_workloads_identical(cfg, g):
     """With a random load gate (every scope) the engines agree bit for bit, not merely to 1e-9."""
     w = dataclasses.replace(random_workload(cfg), mainloop_loads=g["loads"],
                             load_gate=LoadGate(g["threshold"], g["scope"]))
-    a, b = run_both(w)
+    assert_bit_identical(*run_both(w))
+
+
+def assert_bit_identical(a, b):
+    """Both engines' results equal bit for bit (per-tile columns, q(t) traces), not merely to 1e-9."""
     assert_same(a, b)
     if not isinstance(a, str):
         for key, column in a.times.columns().items():
@@ -151,13 +155,7 @@ def test_random_stall_gated_workloads_identical(cfg, g):
     scopes that have it) the engines agree bit for bit."""
     w = dataclasses.replace(random_workload(cfg), mainloop_loads=g["loads"],
                             load_gate=LoadGate(g["threshold"], g["scope"], "stall"))
-    a, b = run_both(w)
-    assert_same(a, b)
-    if not isinstance(a, str):
-        for key, column in a.times.columns().items():
-            assert np.array_equal(column, b.times.columns()[key], equal_nan=True), key
-        for (at, aq), (bt, bq) in zip(a.traces, b.traces):
-            assert np.array_equal(at, bt) and np.array_equal(aq, bq)
+    assert_bit_identical(*run_both(w))
 
 
 def test_deadlock_reported_alike():

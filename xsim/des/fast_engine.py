@@ -27,7 +27,7 @@ import types
 import numpy as np
 
 from xsim.des import event_queue, fast_resources, fast_roles, fast_stall, fast_state, fast_xstage, fluid, \
-    fluid_state, gate, layout, min_tree, stall, stall_keys, water_fill
+    fluid_state, gate, layout, min_tree, stall, water_fill
 from xsim.des.event_queue import URGENT, Entry, peek, ring_push, take
 from xsim.des.fast_roles import ISS_DRAINED, issuer_run, mma_paused, mma_run
 from xsim.des.fast_state import (K_DRAIN, K_DRAINED, K_ISSUER, K_MAIN, K_MMA, K_PAUSE, K_SLOT_PUT, K_STORE_GET,
@@ -99,7 +99,7 @@ def _timer_first(x, g, q, j):
 
 
 @cached_kernel(event_queue, fast_resources, fast_roles, fast_stall, fast_state, fast_xstage, fluid, fluid_state, gate,
-               layout, min_tree, stall, stall_keys, water_fill)
+               layout, min_tree, stall, water_fill)
 def _kernel(s, trace_t, trace_q, trace_g, n):
     """Run the processes until none is left or the trace buffers are full; returns the number of
     q(t) breakpoints (t, q, stage) written so far. Called again, it resumes where it stopped."""

@@ -62,13 +62,19 @@ from xsim.des.fluid_state import (BACKLOG, FULL, GATE_OFF, GATE_WAIT, MIXED, PAS
                                   FluidStage, List, Stage, StageCount, Status, Tree, new_stage, quantize_weights)
 from xsim.des.jit import jit
 from xsim.des.min_tree import collect_due, node, tree_set
-from xsim.des.stall_keys import closed_keys, open_keys
 
 
 @jit
 def tol_t(now):
     """An event closer than this to ``now`` is due now (rounding cannot resolve it)."""
     return REL_TOL * max(1.0, now)
+
+
+@jit
+def band(stage):
+    """An occupancy this close to the load gate's threshold is at it (rounding cannot tell above
+    from below): a stall gate's crossing is decided by the slope there (:mod:`xsim.des.stall`)."""
+    return REL_TOL * max(stage[Stage.GATE], 1.0)
 
 
 @jit
@@ -239,10 +245,34 @@ def gate_keys(stage, fluid, k, mode, now, q):
 
 
 @jit
+def stall_keys(stage, fluid, k, mode, now, q, past):
+    """A stall gate's keys (the hysteresis of :mod:`xsim.des.stall`, so that a flip never calls for
+    the opposite flip at the same instant). Waiting: :func:`gate_keys`, except that q at the
+    threshold (within :func:`band`) and rising has no key (it stays closed) and q at it and not
+    moving is due now. Past the gate (``past``): the time q rises above the threshold (only a
+    MIXED producer's q rises; ``now`` if FULL above it), else none."""
+    f, gate, tol = fluid, stage[Stage.GATE], band(stage)
+    dq = f[Fluid.RATE, k] - stage[Stage.LEVEL] * f[Fluid.W, k] if mode == MIXED else 0.0
+    if past:
+        gt = math.inf
+        if mode == MIXED and dq > 0.0:
+            gt = now + (gate - q) / dq
+        elif mode == FULL and stage[Stage.CAP] > gate + tol:
+            gt = now
+        return math.inf, gt
+    gv, gt = gate_keys(stage, f, k, mode, now, q)
+    if mode == MIXED and dq >= 0.0:
+        gt = now if (q < gate - tol or (dq == 0.0 and q <= gate + tol)) else math.inf
+    elif mode == FULL and stage[Stage.CAP] <= gate + tol:
+        gt = now
+    return gv, gt
+
+
+@jit
 def keys(stage, fluid, status, trees, k, now):
     """Producer k's event keys from its anchor, mode and (for MIXED) the current level; with its
-    mainloop at a load gate, the gate's crossing too (``Fluid.GV``, ``Fluid.GT``; a stall gate's
-    keys: :mod:`xsim.des.stall_keys`)."""
+    mainloop at a load gate, the gate's crossing too (``Fluid.GV``, ``Fluid.GT``; a stall gate's:
+    :func:`stall_keys`)."""
     f, mode = fluid, status[Status.MODE, k]
     kfin, kbnd, kt, kv, q = math.inf, math.inf, math.inf, math.inf, 0.0
     if mode == BACKLOG:
@@ -269,10 +299,8 @@ def keys(stage, fluid, status, trees, k, now):
     if at_gate != GATE_OFF:
         if stage[Stage.STALL] == 0.0:
             gv, gt = gate_keys(stage, f, k, mode, now, q)
-        elif at_gate == GATE_WAIT:
-            gv, gt = closed_keys(stage, f, k, mode, now, q)
         else:
-            gv, gt = open_keys(stage, f, k, mode, now, q)
+            gv, gt = stall_keys(stage, f, k, mode, now, q, at_gate != GATE_WAIT)
         f[Fluid.GV, k], f[Fluid.GT, k] = gv, gt
         kv, kt = min(kv, gv), min(kt, gt)
     f[Fluid.KFIN, k], f[Fluid.KBND, k] = kfin, kbnd

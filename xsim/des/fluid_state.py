@@ -52,7 +52,7 @@ Status = layout("Status", "MODE DEMAND SAT TOUCHED SEEN MOVING_AT GATE")
 List = layout("List", "ACTIVE TOUCHED DUE ORDER CAND MOVING")
 Tree = layout("Tree", "T V")   # min-trees over Fluid.KT and Fluid.KV (xsim.des.min_tree)
 # values of Status.GATE: not at the gate; waiting for q to fall to the threshold; (mode stall) past
-# it, keyed on q rising above it (xsim.des.stall_keys)
+# it, keyed on q rising above it (xsim.des.fluid.stall_keys)
 GATE_OFF, GATE_WAIT, GATE_PAST = range(3)
 
 

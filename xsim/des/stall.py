@@ -5,7 +5,7 @@ A gated mainloop is, per producer, in one of four states (``IDLE`` .. ``RUNNING`
 gate; ``WAITING`` for the occupancy to fall to the threshold (before it starts, or paused, its
 remaining work frozen); ``RELEASED`` (the gate opened; its role resumes at this instant); or
 ``RUNNING``, with ``left`` us of work from ``run_t`` on. The gate just after ``now`` is closed
-iff the occupancy is above the threshold G, or at it (within :func:`xsim.des.stall_keys.band`,
+iff the occupancy is above the threshold G, or at it (within :func:`xsim.des.fluid.band`,
 or at a predicted crossing) and rising (:func:`closed`): at a crossing the slope decides, so a
 flip never calls for the opposite one at the same instant.
 
@@ -16,7 +16,7 @@ flip never calls for the opposite one at the same instant.
   closed, up while open. A mainloop that arrives at the gate decides from the same motion, so a
   drain that sleeps past an upward crossing is woken (:func:`crossing`).
 - **producer scope**: the producer's own q; the crossing is a key of the producer in the fluid's
-  terms (:mod:`xsim.des.stall_keys`), found by the min-trees; a due key flips that producer.
+  terms (:func:`xsim.des.fluid.stall_keys`), found by the min-trees; a due key flips that producer.
 
 A running mainloop whose work ends by ``now`` (within :func:`xsim.des.fluid.tol_t`) is not paused:
 it ends at this instant (:func:`ending`). Paused, its work left is ``left - (now - run_t)``
@@ -26,11 +26,10 @@ from __future__ import annotations
 
 import math
 
-from xsim.des.fluid import evaluate, tol_t
+from xsim.des.fluid import band, evaluate, tol_t
 from xsim.des.fluid_state import BACKLOG, MIXED, Fluid, Stage, Status
 from xsim.des.gate import clock_at, link_motion
 from xsim.des.jit import jit
-from xsim.des.stall_keys import band
 
 IDLE, WAITING, RELEASED, RUNNING = range(4)   # a producer's mainloop at a stall gate
 
