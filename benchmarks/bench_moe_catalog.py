@@ -6,6 +6,7 @@ shipped). Reports the wall time of the whole run (goal: <= 10 s on 2 cores), num
 excluded: each worker warms the engine up on a tiny workload first (timed separately).
 
     PYTHONPATH=. /work/venv/bin/python benchmarks/bench_moe_catalog.py [--jobs 2] [--out benchmarks/results]
+        [--load-gate-mode stall]   (what-if: the profile's gate in stall mode; writes bench_moe_catalog_stall.*)
 """
 
 from __future__ import annotations
@@ -24,16 +25,21 @@ from xsim.moe import catalog
 from xsim.params import resolve
 
 
-def _warm() -> float:
+def _platform(mode: str | None):
+    platform = catalog.host_platform()
+    return platform.with_overrides(load_gate_mode=mode) if mode else platform
+
+
+def _warm(mode: str | None) -> float:
     t0 = time.perf_counter()
     entry = catalog.ONE_GPU[0]
     params = resolve(moe.PARAMS, {**catalog.params(entry), "tokens": 64, "experts": 8, "topk": 2}, "warm-up")
-    moe.simulate(params, catalog.host_platform(), "fast", trace=False)
+    moe.simulate(params, _platform(mode), "fast", trace=False)
     return time.perf_counter() - t0
 
 
-def _run(names: list[str]) -> list[dict]:
-    platform = catalog.host_platform()
+def _run(names: list[str], mode: str | None) -> list[dict]:
+    platform = _platform(mode)
     entries = {e.name: e for e in catalog.ONE_GPU}
     out = []
     for name in names:
@@ -50,15 +56,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
+    parser.add_argument("--load-gate-mode", choices=("start", "stall"), default=None)
     args = parser.parse_args()
+    mode = args.load_gate_mode
     names = [e.name for e in catalog.ONE_GPU]
     chunks = [names[i::args.jobs] for i in range(args.jobs)]
     with ProcessPoolExecutor(args.jobs) as pool:
-        warm = [f.result() for f in [pool.submit(_warm) for _ in range(args.jobs)]]
+        warm = [f.result() for f in [pool.submit(_warm, mode) for _ in range(args.jobs)]]
         t0 = time.perf_counter()
-        rows = [r for part in pool.map(_run, chunks) for r in part]
+        rows = [r for part in pool.map(_run, chunks, [mode] * len(chunks)) for r in part]
         wall = time.perf_counter() - t0
-    platform = catalog.host_platform().name
+    platform = catalog.host_platform().name + (f", load gate mode {mode}" if mode else "")
     lines = [f"one-GPU MoE catalog x both schedules, fast engine, {args.jobs} workers on {os.cpu_count()} cores, "
              f"platform {platform} ({commit_note()})",
              f"{len(rows)} scenarios x 2 schedules (+ selector): {wall:.2f} s wall "
@@ -72,8 +80,9 @@ def main() -> None:
     text = "\n".join(lines) + "\n"
     print(text, end="")
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "bench_moe_catalog.txt").write_text(text)
-    (args.out / "bench_moe_catalog.json").write_text(json.dumps(
+    stem = "bench_moe_catalog" + (f"_{mode}" if mode else "")
+    (args.out / f"{stem}.txt").write_text(text)
+    (args.out / f"{stem}.json").write_text(json.dumps(
         {"wall_s": wall, "jobs": args.jobs, "warmup_s": warm, "platform": platform, "commit": commit_note(),
          "rows": rows}, indent=2) + "\n")
 
