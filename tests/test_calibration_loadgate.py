@@ -117,3 +117,33 @@ def test_calibrate_loadgate_options(tmp_path, capsys):
     other.write_text(json.dumps({**_record("main", 1, 0, 65536, 4.0), "platform": {**PLATFORM, "driver": "1"}}) + "\n")
     assert main(["calibrate", str(micro), "-o", str(out), "--loadgate", str(other)]) == 2
     assert "another platform: driver" in capsys.readouterr().err
+
+
+def _late_record(burst, late_bytes, delay_us, load_us):
+    extra = {"late_ctas": 66, "late_bytes": late_bytes, "late_delay_us": delay_us, "late_bursts": 1, "late_spin_us": 0.0}
+    rec = _record("late", 132, burst, 256 * KIB, load_us, storers=66)
+    return {**rec, "params": {**rec["params"], **extra}, "commit": "late"}   # a run of its own (not "rerun")
+
+
+def test_stall_fit_recovers_a_known_stall_gate():
+    """Records made by the DES with a link-scope stall gate of 300 kB, where set C stores while set A's
+    loads run (D = 20 us, after A's wait): the stall fit finds that gate; the start gate cannot
+    explain those points (it never holds a load that has started)."""
+    platform = resolve_platform("h200-pcie-host")
+    truth = LoadGate(300e3, "link", "stall")
+    lines = [_record("main", k, 0, 256 * KIB, 10.0) for k in FIT_CTAS] + [_late_record(0, 0, 0.0, 30.0)]
+    for k in FIT_CTAS:
+        for b in (16, 64):
+            pr = predict(Shape(k, b * KIB, base_us=10.0), platform, truth, "fast")
+            lines.append(_record("main", k, b * KIB, 256 * KIB, float(np.median(pr.storer_load_us))))
+    for late in (16, 64):
+        shape = Shape(66, 8 * KIB, base_us=30.0, late_ctas=66, late_bytes=late * KIB, late_delay_us=20.0)
+        lines.append(_late_record(8 * KIB, late * KIB, 20.0, float(np.median(predict(shape, platform, truth,
+                                                                                        "fast").storer_load_us))))
+    rs = parse_texts([("syn.jsonl", "\n".join(json.dumps(r) for r in lines).encode())])
+    fit = fit_gate(rs, platform, "fast", mode="stall")
+    assert fit.gate.scope == "link" and fit.gate.mode == "stall"
+    assert fit.gate.threshold_bytes == pytest.approx(300e3, rel=0.02)
+    assert fit.errors["fit-late"]["median_mape"] < 0.5
+    start = fit_gate(rs, platform, "fast")
+    assert start.gate.mode == "start" and start.errors["fit-late"]["median_mape"] > 5.0
