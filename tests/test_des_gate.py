@@ -295,3 +295,19 @@ def test_builders_with_a_stall_gate(scope, threshold):
         w = load_scenario(name).with_overrides(sets).build(platform)
         assert w.gate == platform.load_gate
         assert_identical(simulate(w, "simpy"), simulate(w, "fast"))
+
+
+def test_stall_many_pauses_of_long_loads():
+    """40 loads of 200 us work on one stage while another producer issues 4000 B bursts (0.1 us each)
+    every 4.1 us (drain 1000 B/us, G = 2000 B): each burst drains before the next and pauses every
+    load for 2.0 - 2000 x 0.1 / 3900 us (the hand case's formula), so each load's wait is a whole
+    number of those pauses. About 40 pauses per load: the fast engine drops each paused load's
+    pending end from its queue (a stale end per pause would overflow it), and equals SimPy bit for bit."""
+    streams = [[dict(mainloop=200.0)] for _ in range(40)] + \
+        [[dict(mainloop=0.0, epilogue=4.0, bytes=4000.0, t0=0.1) for _ in range(80)]]
+    w = stalled(workload(streams, drain=1000.0, capacity=1e7, staging_depth=0), 2000.0)
+    a, b = simulate(w, "simpy"), simulate(w, "fast")
+    assert_identical(a, b)
+    pauses = b.times.gate_wait_us[:40] / (2.0 - 2000.0 * 0.1 / 3900.0)
+    assert pauses.min() > 30
+    np.testing.assert_allclose(pauses, np.round(pauses), atol=1e-6)

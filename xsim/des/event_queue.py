@@ -136,6 +136,34 @@ def _heap_pop(q):
     return n
 
 
+@jit
+def heap_remove(q, kind, arg, gen):
+    """Drop the heap's entry (kind, arg, gen), if there is one: a timeout SimPy would process without
+    effect (an interrupted process's), which would otherwise hold a slot until its time. The
+    others keep their order. Returns whether it was there."""
+    n = q.count[Count.HEAP_LEN]
+    for j in range(n):
+        if q.entry[j, Entry.KIND] == kind and q.entry[j, Entry.ARG] == arg and q.entry[j, Entry.GEN] == gen:
+            n -= 1
+            q.count[Count.HEAP_LEN] = n
+            if j < n:   # the last entry takes its slot, then moves up or down to its place
+                _swap(q, j, n)
+                i = j
+                while i > 0 and _before(q, i, (i - 1) // 2):
+                    _swap(q, i, (i - 1) // 2)
+                    i = (i - 1) // 2
+                while 2 * i + 1 < n:
+                    c = 2 * i + 1
+                    if c + 1 < n and _before(q, c + 1, c):
+                        c += 1
+                    if not _before(q, c, i):
+                        break
+                    _swap(q, i, c)
+                    i = c
+            return True
+    return False
+
+
 @inline
 def peek(q):
     """Slot of the first entry (heap top or ring head), or -1 if there is none."""

@@ -1,9 +1,9 @@
 """The stall gate (:mod:`xsim.des.stall`) on the fast engine's arrays: :mod:`xsim.des.simpy_stall`'s twin.
 
 A producer's mainloop state at the gate is ``ProducerI.STALL``, its work left ``ProducerF.LEFT``
-from ``ProducerF.RUN_T``; a pause bumps ``ProducerI.MMA_GEN`` (its pending end, a ``K_MAIN``
-entry of the old generation, becomes stale, as SimPy's interrupted timeout does) and pushes an
-urgent ``K_PAUSE`` entry (the interrupt). Link scope: the waiting producers are the stage's
+from ``ProducerF.RUN_T``; a pause drops its pending end (a ``K_MAIN`` entry: SimPy's interrupted
+timeout stays in its queue, to no effect), bumps ``ProducerI.MMA_GEN`` (an end of an older
+generation is stale) and pushes an urgent ``K_PAUSE`` entry (the interrupt). Link scope: the waiting producers are the stage's
 load-gate list (``DrainI.GATE_HEAD`` .. ``GATE_TAIL``), ``DrainI.STALL_COUNT`` mainloops are at
 the gate, ``DrainF.GATE_KEY`` is the next crossing. Arrival lives with the stage's other gate
 checks (:func:`xsim.des.fast_xstage.stall_closed`).
@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 
 from xsim.des import gate, stall
-from xsim.des.event_queue import ring_push_urgent, succeed
-from xsim.des.fast_state import K_MMA, K_PAUSE, Column, DrainF, DrainI, ProducerF, ProducerI, fluid_stage
+from xsim.des.event_queue import heap_remove, ring_push_urgent, succeed
+from xsim.des.fast_state import K_MAIN, K_MMA, K_PAUSE, Column, DrainF, DrainI, ProducerF, ProducerI, fluid_stage
 from xsim.des.fluid_state import GATE_OFF, GATE_PAST, GATE_WAIT, Fluid, List, Status
 from xsim.des.jit import jit
 from xsim.des.stall import IDLE, RELEASED, RUNNING, WAITING
@@ -72,6 +72,7 @@ def _pause(x, producers, g, p, now, q, link):
             return False
         pf[p, ProducerF.LEFT] = stall.left_after(pf[p, ProducerF.RUN_T], pf[p, ProducerF.LEFT], now)
         wait(x, producers, g, p, link)
+        heap_remove(q, K_MAIN, p, pi[p, ProducerI.MMA_GEN])   # its end, now stale (SimPy's stays, to no effect)
         pi[p, ProducerI.MMA_GEN] += 1
         ring_push_urgent(q, now, K_PAUSE, p, 0)
         return True

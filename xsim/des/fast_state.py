@@ -195,10 +195,8 @@ def initial_state(w: Workload, trace: bool) -> State:
     counters = columns(CounterI, w.n_counters, np.int64)
     counters[:, CounterI.HEAD] = counters[:, CounterI.TAIL] = -1
     counters[:, CounterI.MIN_WAIT] = INT_MAX
-    stalls = w.gate is not None and w.gate.stalls
-    # a few per process, with room; a stall gate leaves a stale end in the heap per pause (until its time)
-    queue = event_queue.empty((32 if stalls else 8) * w.n_producers + 8 * len(w.xstages) + 1024)
+    queue = event_queue.empty(8 * w.n_producers + 8 * len(w.xstages) + 1024)  # a few per process, with room
     scopes = {"producer": GATE_PRODUCER, "link": GATE_LINK, "fifo": GATE_FIFO}
     gate = GATE_NONE if w.gate is None else scopes[w.gate.scope]
     return State(_tiles(w), _producers(w, x), counters, x, queue, w.coupling == "completion-coupled", trace, gate,
-                 stalls)
+                 w.gate is not None and w.gate.stalls)
