@@ -23,6 +23,8 @@ Combine issue, the prologue) and returns each tile's mainloop in context.
 
 from __future__ import annotations
 
+import functools
+import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,15 +64,17 @@ def tile_bytes(shape: MoEShape, table: TileTable, valid_rows: np.ndarray):
     eb, l1 = shape.element_bytes, kind == L1
     k_dim = np.where(l1, shape.hidden, shape.intermediate)
     w_bytes = np.where(l1, shape.l1_tile_weight_bytes(), shape.l2_tile_weight_bytes()).astype(float)
-    a_bytes = (np.asarray(valid_rows, dtype=np.int64)[m] * k_dim * eb).astype(float)
+    nblocks = np.where(l1, shape.l1_nblocks, shape.l2_nblocks)
+    a_bytes = (np.asarray(valid_rows, dtype=np.int64)[m] * k_dim * eb / nblocks).astype(float)
     n_max = max(shape.l1_nblocks, shape.l2_nblocks)
     n_experts = int(expert.max(initial=0)) + 1
     w_block = (kind * n_experts + expert) * n_max + n
-    a_block = kind * table.n_mblocks + m
+    a_block = np.arange(len(kind))   # amortized already: no further sharing
     return w_bytes, w_block, a_bytes, a_block
 
 
 SHARES = ("fair", "inflight")
+ANCHORS = ("mean", "none")
 
 
 def share_weights(shape: MoEShape, kind: np.ndarray, share: str) -> np.ndarray:
@@ -107,13 +111,17 @@ def moe_tiles(table: TileTable, shape: MoEShape, valid_rows: np.ndarray, compute
 def local_mainloops(table: TileTable, shape: MoEShape, valid_rows: np.ndarray, compute_l1_us: float,
                     compute_l2_us: float, costs: FixedCosts, hbm_tbps: float = HBM_TBPS,
                     factors: np.ndarray | None = None, l2_issue_us: np.ndarray | None = None,
-                    share: str = "fair") -> ContentionResult:
+                    share: str = "fair", bytes_scale: np.ndarray | None = None) -> ContentionResult:
     """The local run of ``table``: each tile's tensor-core time by kind (times ``factors``, one per
-    tile, if given), the fixed costs, the mainloops sharing ``hbm_tbps``."""
+    tile, if given), its bytes (times ``bytes_scale``), the fixed costs, the mainloops sharing
+    ``hbm_tbps``."""
     compute = np.where(table.tiles[:, KIND] == L1, compute_l1_us, compute_l2_us).astype(float)
     if factors is not None:
         compute = compute * np.asarray(factors, dtype=float)
     tiles = moe_tiles(table, shape, valid_rows, compute, costs, l2_issue_us, share)
+    if bytes_scale is not None:
+        tiles = ContentionTiles(**{**vars(tiles), "w_bytes": tiles.w_bytes * bytes_scale,
+                                   "a_bytes": tiles.a_bytes * bytes_scale})
     return simulate(tiles, tbps_to_bytes_per_us(hbm_tbps))
 
 
@@ -144,21 +152,32 @@ def gemm_only_mean_us(shape: MoEShape, kind: int, rows: int, compute_us: float, 
 def calibrate_compute_us(records: list[dict], hbm_tbps: float = HBM_TBPS, n_streams: int = 132) -> dict:
     """(precision, block_m, block_n, kind, hidden, intermediate) -> tensor-core us per tile, from
     the checked GEMM-only mainloop records (the module docstring)."""
+    ones = tuple(json.dumps({"params": r.get("params"), "mean": r["stats"]["mainloop_us"]["mean"]}, sort_keys=True)
+                 for r in records if r.get("kind") == "mainloop" and r.get("params", {}).get("source") == GEMM_ONLY
+                 and r.get("check", {}).get("ok", False))
+    return dict(_calibrate(ones, float(hbm_tbps), int(n_streams)))
+
+
+@functools.lru_cache(maxsize=16)
+def _calibrate(records: tuple[str, ...], hbm_tbps: float, n_streams: int) -> tuple:
     groups: dict[tuple, list[float]] = {}
-    for rec in records:
-        p = rec.get("params", {})
-        if rec.get("kind") != "mainloop" or p.get("source") != GEMM_ONLY or not rec.get("check", {}).get("ok", False):
-            continue
+    for text in records:
+        rec = json.loads(text)
+        p = rec["params"]
         shape = MoEShape(hidden=int(p["hidden"]), intermediate=int(p["intermediate"]), experts=1, topk=1,
                          tokens=int(p["m"]), precision=p["precision"], block_m=int(p["block_m"]),
                          block_n1=int(p["block_n"]) if p["kind"] == "l1" else 128,
                          block_n2=int(p["block_n"]) if p["kind"] == "l2" else 128)
         kind = L1 if p["kind"] == "l1" else L2
-        measured = float(rec["stats"]["mainloop_us"]["mean"])
-        compute = _invert(lambda c: gemm_only_mean_us(shape, kind, int(p["m"]), c, hbm_tbps, n_streams), measured)
+        measured = float(rec["mean"])
+        try:
+            compute = _invert(lambda c: gemm_only_mean_us(shape, kind, int(p["m"]), c, hbm_tbps, n_streams), measured)
+        except ValueError as exc:
+            raise ValueError(f"{exc} ({hbm_tbps} TB/s; record {p['precision']} {p['kind']} hidden {p['hidden']} "
+                             f"intermediate {p['intermediate']} m {p['m']})") from None
         key = (p["precision"], int(p["block_m"]), int(p["block_n"]), p["kind"], int(p["hidden"]), int(p["intermediate"]))
         groups.setdefault(key, []).append(compute)
-    return {key: float(np.mean(v)) for key, v in groups.items()}
+    return tuple((key, float(np.mean(v))) for key, v in sorted(groups.items()))
 
 
 def _invert(mean_of, measured: float, rel_tol: float = 1e-4) -> float:
@@ -166,8 +185,67 @@ def _invert(mean_of, measured: float, rel_tol: float = 1e-4) -> float:
     bisection on [0, measured] (mean_of rises with c)."""
     if mean_of(measured) <= measured * (1 + rel_tol):
         return measured
+    if mean_of(rel_tol * measured) > measured:
+        raise ValueError(f"a GEMM-only mainloop of {measured:.3g} us is faster than the HBM bandwidth allows")
     lo, hi = 0.0, measured
     while hi - lo > rel_tol * measured:
         mid = 0.5 * (lo + hi)
         lo, hi = (mid, hi) if mean_of(mid) < measured else (lo, mid)
     return 0.5 * (lo + hi)
+
+
+def compute_key(shape: MoEShape, kind: str) -> tuple:
+    """The calibration's key of a shape's tile kind ("l1" | "l2")."""
+    block_n = shape.block_n1 if kind == "l1" else shape.block_n2
+    return (shape.precision, shape.block_m, block_n, kind, shape.hidden, shape.intermediate)
+
+
+class Prepass:
+    """The builder's ``compute = contention``: each schedule's local run under shared HBM gives
+    each tile its mainloop in context. ``anchor = mean``: every tile's work of one kind (its
+    compute time and its bytes) is scaled by one factor per kind, the same in every schedule,
+    until each kind's mainloop mean over the schedules run equals the compute model's (the
+    fused-local records' pooled mean, as ``auto`` uses; a fixed point, a few runs), so the
+    level is the records' and what depends on the schedule is the pre-pass's, with every run
+    consistent in itself; ``none`` keeps the GEMM-only compute times and the spec bandwidth."""
+
+    def __init__(self, shape: MoEShape, valid_rows: np.ndarray, compute_us: dict, costs: FixedCosts,
+                 means_us: dict, hbm_tbps: float, share: str, anchor: str):
+        if anchor not in ANCHORS:
+            raise ValueError(f'"contention_anchor" must be one of {", ".join(ANCHORS)}, got {anchor!r}')
+        missing = [k for k in ("l1", "l2") if compute_key(shape, k) not in compute_us]
+        if missing:
+            raise ValueError(f"compute = contention: no GEMM-only mainloop record of this shape "
+                             f"({shape.precision}, hidden {shape.hidden}, intermediate {shape.intermediate}, "
+                             f"{', '.join(missing)})")
+        self.shape, self.valid_rows, self.costs, self.means_us = shape, valid_rows, costs, means_us
+        self.compute_us = {k: compute_us[compute_key(shape, k)] for k in ("l1", "l2")}
+        self.hbm_tbps, self.share, self.anchor = hbm_tbps, share, anchor
+        self.scale = {L1: 1.0, L2: 1.0}
+        self.runs: dict[str, tuple[TileTable, ContentionResult]] = {}
+
+    def run_all(self, inputs: dict, iterations: int = 8, rel_tol: float = 2e-3) -> None:
+        """Run every schedule's table: inputs {name: (table, factors, l2_issue_us)}."""
+        for _ in range(iterations if self.anchor == "mean" else 1):
+            self.runs = {name: (t, self._run(t, f, issue)) for name, (t, f, issue) in inputs.items()}
+            if self.anchor == "none":
+                return
+            ratios = {}
+            for kind, name in ((L1, "l1"), (L2, "l2")):
+                means = [r.mainloop_us[t.tiles[:, KIND] == kind].mean() for t, r in self.runs.values()
+                         if np.any(t.tiles[:, KIND] == kind)]
+                ratios[kind] = self.means_us[name] / float(np.mean(means)) if means and self.means_us[name] > 0 else 1.0
+            if all(abs(v - 1.0) < rel_tol for v in ratios.values()):
+                return
+            self.scale = {k: self.scale[k] * ratios[k] for k in self.scale}
+
+    def _run(self, table: TileTable, factors: np.ndarray, l2_issue_us: np.ndarray) -> ContentionResult:
+        kind = table.tiles[:, KIND]
+        work = np.where(kind == L1, self.scale[L1], self.scale[L2]) * np.asarray(factors, dtype=float)
+        return local_mainloops(table, self.shape, self.valid_rows, self.compute_us["l1"], self.compute_us["l2"],
+                               self.costs, self.hbm_tbps, work, l2_issue_us, self.share,
+                               bytes_scale=np.where(kind == L1, self.scale[L1], self.scale[L2]))
+
+    def mainloops_us(self, schedule: str) -> np.ndarray:
+        """The schedule's per-tile mainloops in context (after :meth:`run_all`)."""
+        return self.runs[schedule][1].mainloop_us
