@@ -1,11 +1,16 @@
 """The MoE tile table under shared HBM (:mod:`xsim.moe.contention`): bytes, calibration, mainloops.
 
 **Bytes per tile** (the shape's, no measurement): a Linear-1 tile reads its weight slice
-``hidden x 2 block_n1`` (gate and up; block: kind, expert, n-block) and its m-block's valid
-activation rows ``valid x hidden`` (block: kind, m-block); a Linear-2 tile ``intermediate x
-block_n2`` of w2 and ``valid x intermediate`` of the Linear-1 output; elements of the
-precision's size. Blocks shared by mainloops running at the same instant are read once (the
-contention module's rule).
+``hidden x 2 block_n1`` (gate and up; block: kind, expert, n-block), a Linear-2 tile
+``intermediate x block_n2`` of w2; a weight slice read by mainloops running at the same
+instant is read once (the contention module's rule: m-blocks of one expert side by side).
+Activations: an m-block's valid rows (``valid x hidden`` for Linear-1, ``valid x
+intermediate`` of the Linear-1 output for Linear-2) are read from HBM once for all of its
+n-block tiles (they stay in the 50 MB L2 cache while the m-block's tiles run; the Linear-1
+output was just written), so each tile is charged ``1 / n-blocks`` of them, whenever it runs.
+(Charging them only to tiles running at the same instant made a tile that fell out of step
+with its m-block read them alone, and stay out of step: whole streams 1.8x slower on mimo.)
+Elements of the precision's size; stores cost no bandwidth.
 
 **Calibration, once** (:func:`calibrate_compute_us`): ``hbm`` is the H200's sustained HBM
 bandwidth the roofline already uses (4.3 TB/s, :data:`xsim.moe.compute.ROOFLINE_PEAKS`: a
