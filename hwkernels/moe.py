@@ -43,6 +43,8 @@ class KernelConfig:
     tma: bool = True           # weights and L2's activations through TMA descriptors
     acc_k1: int = 0            # fp8: promote the accumulator every acc_k1 K (0: never; L1;
     acc_k2: int = 0            # -1: an fp32 add per K step); acc_k2 the same for Linear-2
+    num_stages2: int | None = None  # Linear-2's pipeline depth (None: num_stages)
+    poll: int = 1              # L2 wait: 1 ld.acquire polls, 0 relaxed polls + acquire RMW
 
     def __post_init__(self):
         for name in ("block_k", "block_k2"):
@@ -53,6 +55,10 @@ class KernelConfig:
             v = getattr(self, name)
             if v < -1 or v > bk or (v > 0 and v % 32):
                 raise ValueError(f'"{name}" must be -1, 0 or a multiple of 32 <= its block_k.')
+        if self.num_stages < 1 or (self.num_stages2 is not None and self.num_stages2 < 1):
+            raise ValueError('"num_stages" and "num_stages2" must be >= 1.')
+        if self.poll not in (0, 1):
+            raise ValueError('"poll" must be 1 (acquire loads) or 0 (relaxed + acquire RMW).')
         if self.signal not in (0, 1):
             raise ValueError('"signal" must be 0 (release) or 1 (relaxed).')
         if self.max_spins < 1:
@@ -61,6 +67,10 @@ class KernelConfig:
     @property
     def k2(self) -> int:
         return self.block_k if self.block_k2 is None else self.block_k2
+
+    @property
+    def stages2(self) -> int:
+        return self.num_stages if self.num_stages2 is None else self.num_stages2
 
 
 @dataclass
@@ -286,6 +296,7 @@ class FusedMoE:
                   STAMPS=c.stamps and not interpreting(), TMA=c.tma,
                   ACC_K1=c.acc_k1 if self.data.precision == "fp8" else 0,
                   ACC_K2=c.acc_k2 if self.data.precision == "fp8" else 0,
+                  NS1=c.num_stages, NS2=c.stages2, POLL=0 if interpreting() else c.poll,
                   INTERPRET=interpreting())
         if not interpreting():
             kw.update(num_warps=c.num_warps, num_stages=c.num_stages)

@@ -119,7 +119,7 @@ class Bench:
         c = self.settings[precision]
         return {"block_k": c.block_k, "block_k2": c.k2, "num_warps": c.num_warps,
                 "num_stages": c.num_stages, "tma": c.tma, "acc_k1": c.acc_k1,
-                "acc_k2": c.acc_k2}
+                "acc_k2": c.acc_k2, "num_stages2": c.stages2, "poll": c.poll}
 
 
 def _sm_clock_mhz() -> float:
