@@ -9,14 +9,7 @@ import numpy as np
 import pytest
 
 pytestmark = pytest.mark.gpu
-
-
-def _cuda():
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("triton")
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA device")
-    return torch
+torch = pytest.importorskip("torch")      # conftest skips these without an NVIDIA GPU
 
 
 def _shape(precision):
@@ -30,7 +23,6 @@ def _shape(precision):
 @pytest.mark.parametrize("precision", ["bf16", "fp8"])
 @pytest.mark.parametrize("schedule", ["wave", "interleaved"])
 def test_fused_kernel_matches_reference_with_either_wait(precision, poll, schedule):
-    torch = _cuda()
     from hwkernels import moe
     from hwkernels.moe_bench import SETTINGS
     from xsim.moe.layout import expert_layout
@@ -58,7 +50,6 @@ def test_fused_kernel_matches_reference_with_either_wait(precision, poll, schedu
 
 @pytest.mark.parametrize("poll", [1, 0])
 def test_missing_dependency_times_out_on_the_gpu(poll):
-    torch = _cuda()
     from hwkernels import moe
     from hwkernels.moe_bench import SETTINGS
     from xsim.moe.layout import expert_layout
