@@ -45,6 +45,7 @@ class KernelConfig:
     acc_k2: int = 0            # -1: an fp32 add per K step); acc_k2 the same for Linear-2
     num_stages2: int | None = None  # Linear-2's pipeline depth (None: num_stages)
     poll: int = 1              # L2 wait: 1 ld.acquire polls, 0 relaxed polls + acquire RMW
+    host_desc: bool = False    # TMA descriptors made on the host (True) or in the kernel
 
     def __post_init__(self):
         for name in ("block_k", "block_k2"):
@@ -288,7 +289,7 @@ class FusedMoE:
         pos = (self.data.x, self.data.w1, self.data.w2, self.act, self.out, self.row_token,
                self.row_slot, self.row_weight, self.mb_row0, self.mb_rend, self.l2_full,
                self.tiles, self.dest_delta, self.offsets, self.data.scales, self.err, self.stamps, self.sm,
-               c.max_spins, self.act.shape[0])
+               c.max_spins, self.act.shape[0], *self._host_descs())
         kw = dict(H=s.hidden, I=s.intermediate, E=s.experts // s.ep, TOPK=s.topk,
                   T_LOCAL=s.tokens, EP=s.ep,
                   BM=s.block_m, BN1=s.block_n1, BN2=s.block_n2, BK1=c.block_k, BK2=bk2,
@@ -297,10 +298,26 @@ class FusedMoE:
                   ACC_K1=c.acc_k1 if self.data.precision == "fp8" else 0,
                   ACC_K2=c.acc_k2 if self.data.precision == "fp8" else 0,
                   NS1=c.num_stages, NS2=c.stages2, POLL=0 if interpreting() else c.poll,
-                  INTERPRET=interpreting())
+                  HOST_DESC=c.host_desc, INTERPRET=interpreting())
         if not interpreting():
             kw.update(num_warps=c.num_warps, num_stages=c.num_stages)
         return pos, kw
+
+    def _host_descs(self):
+        """(w1, w2, act) TMA descriptors made on the host (config.host_desc), else the plain
+        tensors (the kernel then makes its own and ignores these arguments)."""
+        s, c, d = self.shape, self.config, self.data
+        if not (c.tma and c.host_desc):
+            return d.w1, d.w2, self.act
+        from triton.tools.tensor_descriptor import TensorDescriptor
+
+        h, inter = s.hidden, s.intermediate
+        return (TensorDescriptor(d.w1, [d.w1.shape[0] * 2 * inter, h], [h, 1],
+                                 [s.block_n1, c.block_k]),
+                TensorDescriptor(d.w2, [d.w2.shape[0] * h, inter], [inter, 1],
+                                 [s.block_n2, c.k2]),
+                TensorDescriptor(self.act, [self.act.shape[0], inter], [inter, 1],
+                                 [s.block_m, c.k2]))
 
     def _check_coresident(self, pos, kw):
         """Raise unless every stream gets its own SM with all programs resident at once."""

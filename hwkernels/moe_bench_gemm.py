@@ -17,18 +17,20 @@ import numpy as np
 from . import moe
 from .stats import summarize
 
-def _kc(bk, bk2, warps, stages, acc, acc2, stages2=None, poll=1):
+def _kc(bk, bk2, warps, stages, acc, acc2, stages2=None, host_desc=False):
     return moe.KernelConfig(block_k=bk, block_k2=bk2, num_warps=warps, num_stages=stages,
-                            acc_k1=acc, acc_k2=acc2, num_stages2=stages2, poll=poll)
+                            acc_k1=acc, acc_k2=acc2, num_stages2=stages2, poll=1,
+                            host_desc=host_desc)
 
 
-# (bk1, bk2, warps, stages, acc_k1, acc_k2[, Linear-2 stages]), every one with the acquire-load
-# poll (poll = 1); fp8 only settings that promote Linear-1 (the fused check needs it);
+# (bk1, bk2, warps, stages, acc_k1, acc_k2[, Linear-2 stages, host-made TMA descriptors]),
+# every one with the acquire-load poll (poll = 1); fp8 only settings that promote Linear-1
+# (the fused check needs it; block_k = 256 there was 15 % slower at explore-1d01d56);
 # acc_k -1 = an fp32 add per K step (promotion every block_k products)
-TUNE = {"bf16": [_kc(64, 64, 8, 4, 0, 0), _kc(64, 128, 8, 4, 0, 0, 3),
-                 _kc(64, 64, 8, 4, 0, 0, 6), _kc(128, 64, 8, 2, 0, 0, 4)],
-        "fp8": [_kc(128, 128, 8, 4, -1, -1), _kc(128, 128, 8, 4, -1, -1, 6),
-                _kc(128, 256, 8, 4, -1, -1, 3), _kc(256, 256, 8, 2, -1, -1, 3)]}
+TUNE = {"bf16": [_kc(64, 64, 8, 4, 0, 0), _kc(64, 64, 8, 4, 0, 0, None, True),
+                 _kc(64, 64, 8, 4, 0, 0, 6, True)],
+        "fp8": [_kc(128, 128, 8, 4, -1, -1), _kc(128, 256, 8, 4, -1, -1, 3),
+                _kc(128, 256, 8, 4, -1, -1, 3, True)]}
 
 
 def gemm_phase(b, configs, mainloop: bool, gemm: bool):
@@ -130,7 +132,8 @@ def tune(b, configs):
 
 def _label(kc) -> str:
     return (f"bk={kc.block_k}/{kc.k2} warps={kc.num_warps} stages={kc.num_stages}/{kc.stages2} "
-            f"acc_k={kc.acc_k1}/{kc.acc_k2} tma={int(kc.tma)} poll={kc.poll}")
+            f"acc_k={kc.acc_k1}/{kc.acc_k2} tma={int(kc.tma)} poll={kc.poll} "
+            f"host_desc={int(kc.host_desc)}")
 
 
 def _blocks_of(s):
@@ -140,7 +143,7 @@ def _blocks_of(s):
 def write_settings(path: str, settings: dict):
     """Write the settings (precision -> KernelConfig) as JSON, atomically."""
     keep = ("block_k", "block_k2", "num_warps", "num_stages", "tma", "acc_k1", "acc_k2",
-            "num_stages2", "poll")
+            "num_stages2", "poll", "host_desc")
     doc = {k: {f: v for f, v in asdict(c).items() if f in keep} for k, c in settings.items()}
     folder = os.path.dirname(os.path.abspath(path))
     with tempfile.NamedTemporaryFile("w", dir=folder, delete=False, suffix=".tmp") as f:

@@ -5,10 +5,10 @@
 
 gemm-fp8 / gemm-bf16: every GEMM family of the one-GPU catalog (hidden, intermediate, its
     tiles) x rows 1024 / 4096 x both paths, each variant of VARIANTS beside the current
-    settings ("base": moe_bench.SETTINGS with the relaxed-poll wait) in the same process,
+    settings ("base": BASE, the shipped records' kernel settings) in the same process,
     the variants' order rotated per point; each measure_path times its own cuBLAS.
-fused: every variant through the whole fused kernel (Combine into device memory, both
-    schedules) on the catalog configs closest to the fp8 tolerance: checked against the
+fused: the FUSED_VARIANTS through the whole fused kernel (Combine into device memory, both
+    schedules) on every fp8 config of the catalog and two bf16 ones: checked against the
     torch reference (err_over_tol > 1 fails), then 5 CUDA-event times.
 blocks: the few-tile families with other (block_m, block_n1, block_n2), variant "poll".
 Every point is checked before it is timed (moe_gemm.measure_path); a point that fails to
@@ -26,28 +26,31 @@ from dataclasses import asdict, replace
 import numpy as np
 
 from . import moe
-from .moe_bench import SETTINGS
 
 ROWS = (1024, 4096)
 
 
+# the kernel as the shipped records (10d8eb7 / 4ce3734) ran it: relaxed poll + acquire RMW
+BASE = {"bf16": moe.KernelConfig(block_k=64, block_k2=64, num_warps=8, num_stages=4, poll=0),
+        "fp8": moe.KernelConfig(block_k=128, block_k2=128, num_warps=8, num_stages=4,
+                                acc_k1=-1, acc_k2=-1, poll=0)}
+
+
 def _variants() -> dict:
-    """precision -> name -> KernelConfig; "base" is the kernel as the shipped records ran it."""
-    f, b = SETTINGS["fp8"], SETTINGS["bf16"]
-    return {
-        "fp8": {"base": replace(f, poll=0), "poll": replace(f, poll=1),
-                "s2_6": replace(f, poll=1, num_stages2=6),
-                "bk2_256": replace(f, poll=1, block_k2=256, num_stages2=3),
-                "acc2_0": replace(f, poll=1, acc_k2=0),
-                "bk_256": replace(f, poll=1, block_k=256, num_stages=2, block_k2=256,
-                                  num_stages2=3)},
-        "bf16": {"base": replace(b, poll=0), "poll": replace(b, poll=1),
-                 "s2_6": replace(b, poll=1, num_stages2=6),
-                 "bk2_128": replace(b, poll=1, block_k2=128, num_stages2=3)}}
+    """precision -> name -> KernelConfig; "base" first (BASE), then the candidates."""
+    f, b = BASE["fp8"], BASE["bf16"]
+    bk2 = replace(f, poll=1, block_k2=256, num_stages2=3)
+    return {"fp8": {"base": f, "bk2_256": bk2, "bk2_256_hd": replace(bk2, host_desc=True),
+                    "acc2_0_hd": replace(f, poll=1, acc_k2=0, host_desc=True)},
+            "bf16": {"base": b, "poll": replace(b, poll=1),
+                     "poll_hd": replace(b, poll=1, host_desc=True)}}
 
 
-FUSED = {"fp8": ("moe1-glm-5.2-fp8-hot-4096", "moe1-qwen3-30b-fp8-balanced-4096"),
-         "bf16": ("moe1-hy3-bf16-hot-1024",)}
+FUSED = {"fp8": ("moe1-glm-5.2-fp8-hot-4096", "moe1-qwen3-30b-fp8-balanced-4096",
+                 "moe1-glm-5.2-fp8-balanced-1024", "moe1-dsv4-flash-fp8-balanced-1024",
+                 "moe1-hy3-fp8-zipf-4096", "moe1-mimo-v2.5-fp8-hot-1024"),
+         "bf16": ("moe1-hy3-bf16-hot-1024", "moe1-qwen3-30b-bf16-zipf-4096")}
+FUSED_VARIANTS = {"fp8": ("base", "bk2_256_hd", "acc2_0_hd"), "bf16": ("base", "poll_hd")}
 FEW = (("bf16", 2048, 768), ("fp8", 2048, 768), ("bf16", 4096, 1024), ("fp8", 4096, 1536))
 BLOCKS = ((64, 128, 128), (128, 64, 128), (64, 64, 128))   # (128, 128, 128): gemm's "poll"
 
@@ -125,7 +128,7 @@ def blocks_section(x: Explore):
     from .moe_gemm import gemm_problem
 
     for precision, h, inter in FEW:
-        kc = _variants()[precision]["poll"]
+        kc = replace(BASE[precision], poll=1)
         for m in ROWS:
             for blocks in BLOCKS:
                 if x.over():
@@ -161,7 +164,8 @@ def fused_section(x: Explore):
             ref = moe.reference(data, lay, s.topk)
             tol = 2e-2 * float(ref.abs().max())
             out = torch.empty(s.tokens, s.topk, s.hidden, dtype=torch.bfloat16, device=x.device)
-            for name, kc in _variants()[precision].items():
+            for name in FUSED_VARIANTS[precision]:
+                kc = _variants()[precision][name]
                 for schedule in ("wave", "interleaved"):
                     row = {"section": "fused", "config": cfg.name, "precision": precision,
                            "variant": name, "schedule": schedule}

@@ -56,6 +56,9 @@ tile's start together with the next tile's indices, and acted on at its end).
 TMA (constexpr): the weight tiles and Linear-2's activation tiles come through device-side
 tensor descriptors (w1 as [E * 2I, H], w2 as [E * H, I], act as [R, I];
 hwkernels.tma.set_tma_allocator gives Triton their scratch); Linear-1's A operand, the token-row gather, stays pointer loads.
+HOST_DESC: the same three descriptors made once on the host (w1_hd, w2_hd, act_hd,
+triton TensorDescriptor kernel arguments) instead of in every program's prologue (a global
+store and a tensormap proxy fence each); unused (plain tensors) otherwise.
 TMA = False loads every operand through pointers. ACC_K1 / ACC_K2: fp8 accumulator
 promotion (_dot). NS1 / NS2: the software-pipeline depth of Linear-1's / Linear-2's K loop
 (the two loops' shared-memory buffers are live in different branches and share space).
@@ -276,18 +279,22 @@ def _tile(tiles_ptr, mb_row0_ptr, mb_rend_ptr, t, end):
 def moe_fused_kernel(x_ptr, w1_ptr, w2_ptr, act_ptr, out_ptr, row_token_ptr, row_slot_ptr,
                      row_weight_ptr, mb_row0_ptr, mb_rend_ptr, l2_full_ptr, tiles_ptr,
                      dest_delta_ptr, offsets_ptr, scale_ptr, err_ptr, stamp_ptr, sm_ptr,
-                     max_spins, n_rows,
+                     max_spins, n_rows, w1_hd, w2_hd, act_hd,
                      H: tl.constexpr, I: tl.constexpr, E: tl.constexpr, TOPK: tl.constexpr,
                      T_LOCAL: tl.constexpr, EP: tl.constexpr, BM: tl.constexpr,
                      BN1: tl.constexpr, BN2: tl.constexpr, BK1: tl.constexpr,
                      BK2: tl.constexpr, FP8: tl.constexpr, SIGNAL: tl.constexpr,
                      STAMPS: tl.constexpr, TMA: tl.constexpr, ACC_K1: tl.constexpr,
                      ACC_K2: tl.constexpr, NS1: tl.constexpr, NS2: tl.constexpr,
-                     POLL: tl.constexpr, INTERPRET: tl.constexpr):
+                     POLL: tl.constexpr, HOST_DESC: tl.constexpr, INTERPRET: tl.constexpr):
     s = tl.program_id(0)
     if STAMPS:
         tl.store(sm_ptr + s, _smid(STAMPS))
-    if TMA:     # device-side descriptors (global scratch from triton.set_allocator)
+    if TMA and HOST_DESC:     # descriptors made on the host, passed as kernel arguments
+        w1_desc = w1_hd
+        w2_desc = w2_hd
+        act_desc = act_hd
+    elif TMA:     # device-side descriptors (global scratch from triton.set_allocator)
         w1_desc = tl.make_tensor_descriptor(w1_ptr, shape=[E * 2 * I, H], strides=[H, 1],
                                             block_shape=[BN1, BK1])
         w2_desc = tl.make_tensor_descriptor(w2_ptr, shape=[E * H, I], strides=[I, 1],

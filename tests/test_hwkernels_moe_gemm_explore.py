@@ -25,18 +25,18 @@ def test_summary_is_min_and_geomean_over_checked_points():
 
 
 def test_variants_keep_the_shipped_settings_as_base():
-    from hwkernels.moe_bench import SETTINGS
-
     v = ex._variants()
     for prec in ("bf16", "fp8"):
         base = v[prec]["base"]
-        assert base.poll == 0 and base.block_k == SETTINGS[prec].block_k
+        assert base == ex.BASE[prec] and base.poll == 0 and not base.host_desc
         assert all(c.poll == 1 for n, c in v[prec].items() if n != "base")
+        assert set(ex.FUSED_VARIANTS[prec]) <= set(v[prec])
+    assert ex.BASE["fp8"].acc_k1 == ex.BASE["fp8"].acc_k2 == -1
     assert ex._rotated(["a", "b", "c"], 4) == ["b", "c", "a"]
 
 
 def test_tables_print_every_variant(capsys):
-    ex.print_tables([_row("base", 0.5), _row("poll", 0.6), _row("s2_6", None, ok=False),
+    ex.print_tables([_row("base", 0.5), _row("bk2_256", 0.6), _row("acc2_0_hd", None, ok=False),
                      {"section": "fused", "config": "c", "variant": "base",
                       "schedule": "wave", "ok": True, "err_over_tol": 0.5, "kernel_us": 9.0}])
     out = capsys.readouterr().out
