@@ -10,7 +10,7 @@ gemm-fp8 / gemm-bf16: every GEMM family of the one-GPU catalog (hidden, intermed
 fused: the FUSED_VARIANTS through the whole fused kernel (Combine into device memory, both
     schedules) on every fp8 config of the catalog and two bf16 ones: checked against the
     torch reference (err_over_tol > 1 fails), then 5 CUDA-event times.
-blocks: the few-tile families with other (block_m, block_n1, block_n2), variant "poll".
+blocks: some families with other (block_m, block_n1, block_n2) (BLOCKS).
 Every point is checked before it is timed (moe_gemm.measure_path); a point that fails to
 compile or check is reported and the rest go on. Sections stop at the budget. No records.
 """
@@ -51,8 +51,14 @@ FUSED = {"fp8": ("moe1-glm-5.2-fp8-hot-4096", "moe1-qwen3-30b-fp8-balanced-4096"
                  "moe1-hy3-fp8-zipf-4096", "moe1-mimo-v2.5-fp8-hot-1024"),
          "bf16": ("moe1-hy3-bf16-hot-1024", "moe1-qwen3-30b-bf16-zipf-4096")}
 FUSED_VARIANTS = {"fp8": ("base", "bk2_256_hd", "acc2_0_hd"), "bf16": ("base", "poll_hd")}
-FEW = (("bf16", 2048, 768), ("fp8", 2048, 768), ("bf16", 4096, 1024), ("fp8", 4096, 1536))
-BLOCKS = ((64, 128, 128), (128, 64, 128), (64, 64, 128))   # (128, 128, 128): gemm's "poll"
+# blocks: (precision, hidden, intermediate, (block_m, block_n1, block_n2), variant, paths);
+# at 1d01d56 the few-tile L1s with smaller tiles (64 x 128, 128 x 64, 64 x 64: none reached
+# 0.70 on the 48-tile shape), now 256-wide Linear-2 tiles (promoted fp8 spills there)
+BLOCKS = (("bf16", 2048, 768, (128, 128, 256), "poll_hd", ("l2",)),
+          ("bf16", 4096, 1024, (128, 128, 256), "poll_hd", ("l2",)),
+          ("bf16", 4096, 2048, (128, 128, 256), "poll_hd", ("l2",)),
+          ("fp8", 2048, 768, (128, 128, 256), "acc2_0_hd", ("l2",)),
+          ("fp8", 4096, 2048, (128, 128, 256), "acc2_0_hd", ("l2",)))
 
 
 class Explore:
@@ -127,21 +133,20 @@ def gemm_section(x: Explore, precision: str, configs):
 def blocks_section(x: Explore):
     from .moe_gemm import gemm_problem
 
-    for precision, h, inter in FEW:
-        kc = replace(BASE[precision], poll=1)
+    for precision, h, inter, blocks, name, paths in BLOCKS:
+        kc = _variants()[precision][name]
         for m in ROWS:
-            for blocks in BLOCKS:
-                if x.over():
-                    continue
-                try:
-                    p = gemm_problem(h, inter, m, precision, device=x.device, n_streams=x.sms,
-                                     blocks=blocks)
-                except ValueError as e:
-                    print(f"blocks {blocks}: {e}", flush=True)
-                    continue
-                for path in ("l1", "l2"):
-                    x.add(_gemm_point(x, p, path, "poll", kc, "blocks"))
-                del p
+            if x.over():
+                continue
+            try:
+                p = gemm_problem(h, inter, m, precision, device=x.device, n_streams=x.sms,
+                                 blocks=blocks)
+            except ValueError as e:
+                print(f"blocks {blocks}: {e}", flush=True)
+                continue
+            for path in paths:
+                x.add(_gemm_point(x, p, path, name, kc, "blocks"))
+            del p
 
 
 def fused_section(x: Explore):
@@ -207,7 +212,7 @@ def summary(rows: list[dict]) -> dict:
         if r.get("section") not in ("gemm", "blocks"):
             continue
         key = (r["section"], r["precision"], r["variant"] if r["section"] == "gemm"
-               else "x".join(map(str, r["blocks"])))
+               else r["variant"] + "@" + "x".join(map(str, r["blocks"])))
         e = out.setdefault(key, {"n": 0, "ratios": []})
         e["n"] += 1
         if r.get("ok") and r.get("ratio"):
@@ -260,7 +265,7 @@ def _cell(r) -> str:
     return f"{r['ratio']:8.3f}"
 
 
-SECTIONS = ("gemm-fp8", "fused", "gemm-bf16", "blocks")
+SECTIONS = ("gemm-fp8", "gemm-bf16", "fused", "blocks")
 
 
 def main(argv=None):

@@ -20,7 +20,7 @@ def test_summary_is_min_and_geomean_over_checked_points():
     assert s[("gemm", "fp8", "base")] == {"n": 2, "n_ok": 2, "min": 0.5,
                                           "geomean": math.sqrt(0.5 * 0.8)}
     assert s[("gemm", "fp8", "poll")]["n"] == 2 and s[("gemm", "fp8", "poll")]["n_ok"] == 1
-    assert s[("blocks", "fp8", "64x128x128")]["min"] == 0.9
+    assert s[("blocks", "fp8", "poll@64x128x128")]["min"] == 0.9
     assert len(s) == 3
 
 
@@ -33,6 +33,7 @@ def test_variants_keep_the_shipped_settings_as_base():
         assert set(ex.FUSED_VARIANTS[prec]) <= set(v[prec])
     assert ex.BASE["fp8"].acc_k1 == ex.BASE["fp8"].acc_k2 == -1
     assert ex._rotated(["a", "b", "c"], 4) == ["b", "c", "a"]
+    assert all(name in v[prec] for prec, *_, name, _ in ex.BLOCKS)
 
 
 def test_tables_print_every_variant(capsys):
