@@ -44,7 +44,7 @@ class KernelConfig:
     acc_k1: int = 0            # fp8: promote the accumulator every acc_k1 K (0: never; L1;
     acc_k2: int = 0            # -1: an fp32 add per K step); acc_k2 the same for Linear-2
     num_stages2: int | None = None  # Linear-2's pipeline depth (None: num_stages)
-    poll: int = 1              # L2 wait: 1 ld.acquire polls, 0 relaxed polls + acquire RMW
+    poll: int = 1              # L2 wait: 1 ld.acquire polls, 0 relaxed polls + one acquire
     host_desc: bool = False    # TMA descriptors made on the host (True) or in the kernel
 
     def __post_init__(self):
@@ -59,7 +59,7 @@ class KernelConfig:
         if self.num_stages < 1 or (self.num_stages2 is not None and self.num_stages2 < 1):
             raise ValueError('"num_stages" and "num_stages2" must be >= 1.')
         if self.poll not in (0, 1):
-            raise ValueError('"poll" must be 1 (acquire loads) or 0 (relaxed + acquire RMW).')
+            raise ValueError('"poll" must be 1 (acquire loads) or 0 (relaxed, then acquire).')
         if self.signal not in (0, 1):
             raise ValueError('"signal" must be 0 (release) or 1 (relaxed).')
         if self.max_spins < 1:

@@ -30,7 +30,8 @@ from . import moe
 ROWS = (1024, 4096)
 
 
-# the kernel as the shipped records (10d8eb7 / 4ce3734) ran it: relaxed poll + acquire RMW
+# the kernel as the shipped records (10d8eb7 / 4ce3734) ran it: relaxed polls, then thread
+# 0's acquire; TMA descriptors made in the kernel; fp8 Linear-2 K steps of 128
 BASE = {"bf16": moe.KernelConfig(block_k=64, block_k2=64, num_warps=8, num_stages=4, poll=0),
         "fp8": moe.KernelConfig(block_k=128, block_k2=128, num_warps=8, num_stages=4,
                                 acc_k1=-1, acc_k2=-1, poll=0)}

@@ -39,7 +39,8 @@ Ordering ops, exactly (SIGNAL = 0, the correct design the bench records):
       argument needed. A poll that reads < need is an acquire that orders nothing
       useful: harmless. One L2 round trip per ready tile; an acquire load does not wait
       for earlier stores. POLL = 0 (and always under the interpreter): ld.volatile polls
-      (relaxed), then one atom.add.acquire.gpu l2_full[m] += 0 by thread 0 and bar.sync
+      (relaxed), then tl.atomic_add(l2_full[m], 0, acquire) by thread 0 (Triton lowers it
+      to ld.global.gpu.acquire), its value broadcast through shared memory, and bar.sync
       (two round trips when ready: the pre-POLL kernel, kept to measure against).
   L2 epilogue: Combine stores (plain st.global, no fence, no signal after them).
 SIGNAL = 1 replaces the release by a relaxed atomic after the same bar.sync; the PTX model
@@ -190,7 +191,7 @@ def _ld_acquire(p):
 @triton.jit
 def _wait(l2_full_ptr, mb, need, max_spins, POLL: tl.constexpr):
     """Wait for l2_full[mb] >= need, up to max_spins polls; True when ready (docstring top:
-    POLL = 1 acquire-load polls, POLL = 0 relaxed polls then an acquire RMW)."""
+    POLL = 1 acquire-load polls, POLL = 0 relaxed polls then thread 0's acquire)."""
     if POLL == 1:
         v = _ld_acquire(l2_full_ptr + mb)
         spins = 0

@@ -1,5 +1,5 @@
 """The fused MoE kernel on the GPU with the shipped settings: both L2 wait implementations
-(poll = 1 acquire loads, poll = 0 relaxed polls + acquire RMW) against the torch reference
+(poll = 1 acquire loads, poll = 0 relaxed polls, then one acquire) against the torch reference
 and each other, with every SM's program waiting on others' Linear-1 tiles, and a missing
 dependency that must time out, not hang."""
 
