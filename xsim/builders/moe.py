@@ -50,9 +50,9 @@ PARAMS = {
     "compute": Param("str", "auto", "mainloop times: measured records if any, else roofline; contention: "
                      "the records' means shaped by a local run under shared HBM (xsim.moe.contention_model)",
                      choices=("auto", "roofline", "contention")),
-    "hbm_tbps": Param("float", -1.0, "compute = contention: HBM bandwidth, TB/s (< 0: the GPU's roofline figure)"),
-    "hbm_share": Param("str", "inflight", "compute = contention: how running mainloops share HBM",
-                       choices=("inflight", "fair")),
+    "hbm_tbps": Param("float", -1.0, "compute = contention: HBM bandwidth, TB/s (<= 0: the GPU's roofline figure)"),
+    "hbm_share": Param("str", "fair", "compute = contention: how running mainloops share HBM (max-min fair, or "
+                       "by the bytes a pipeline stage keeps in flight)", choices=("fair", "inflight")),
     "contention_anchor": Param("str", "mean", "compute = contention: mean (scale to the records' means) or none",
                                choices=("mean", "none")),
     "contention_detail": Param("str", "tile", "compute = contention: tile (each tile its mainloop in context) or "

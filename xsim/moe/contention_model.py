@@ -85,8 +85,9 @@ ANCHORS = ("mean", "none")
 def share_weights(shape: MoEShape, kind: np.ndarray, share: str) -> np.ndarray:
     """Each tile's weight in the water-fill: ``fair`` 1 (max-min fair per SM); ``inflight`` the
     bytes one pipeline stage keeps in flight, ``(block_m + B columns) x block_k``, per unit of
-    block_k (the kernel uses one block_k and stage count for both kinds): a saturated memory
-    system serves each SM in proportion to its outstanding loads (Little's law)."""
+    block_k (it assumes one block_k and stage count for both kinds, which the fp8 kernel of
+    56dc885 no longer has: block_k2 = 256 in 3 stages): a saturated memory system serves each SM
+    in proportion to its outstanding loads (Little's law)."""
     if share not in SHARES:
         raise ValueError(f'"share" must be one of {", ".join(SHARES)}, got {share!r}')
     if share == "fair":
