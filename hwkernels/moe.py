@@ -43,6 +43,9 @@ class KernelConfig:
     tma: bool = True           # weights and L2's activations through TMA descriptors
     acc_k1: int = 0            # fp8: promote the accumulator every acc_k1 K (0: never; L1;
     acc_k2: int = 0            # -1: an fp32 add per K step); acc_k2 the same for Linear-2
+    num_stages2: int | None = None  # Linear-2's pipeline depth (None: num_stages)
+    poll: int = 1              # L2 wait: 1 ld.acquire polls, 0 relaxed polls + one acquire
+    host_desc: bool = False    # TMA descriptors made on the host (True) or in the kernel
 
     def __post_init__(self):
         for name in ("block_k", "block_k2"):
@@ -53,6 +56,10 @@ class KernelConfig:
             v = getattr(self, name)
             if v < -1 or v > bk or (v > 0 and v % 32):
                 raise ValueError(f'"{name}" must be -1, 0 or a multiple of 32 <= its block_k.')
+        if self.num_stages < 1 or (self.num_stages2 is not None and self.num_stages2 < 1):
+            raise ValueError('"num_stages" and "num_stages2" must be >= 1.')
+        if self.poll not in (0, 1):
+            raise ValueError('"poll" must be 1 (acquire loads) or 0 (relaxed, then acquire).')
         if self.signal not in (0, 1):
             raise ValueError('"signal" must be 0 (release) or 1 (relaxed).')
         if self.max_spins < 1:
@@ -61,6 +68,10 @@ class KernelConfig:
     @property
     def k2(self) -> int:
         return self.block_k if self.block_k2 is None else self.block_k2
+
+    @property
+    def stages2(self) -> int:
+        return self.num_stages if self.num_stages2 is None else self.num_stages2
 
 
 @dataclass
@@ -278,7 +289,7 @@ class FusedMoE:
         pos = (self.data.x, self.data.w1, self.data.w2, self.act, self.out, self.row_token,
                self.row_slot, self.row_weight, self.mb_row0, self.mb_rend, self.l2_full,
                self.tiles, self.dest_delta, self.offsets, self.data.scales, self.err, self.stamps, self.sm,
-               c.max_spins, self.act.shape[0])
+               c.max_spins, self.act.shape[0], *self._host_descs())
         kw = dict(H=s.hidden, I=s.intermediate, E=s.experts // s.ep, TOPK=s.topk,
                   T_LOCAL=s.tokens, EP=s.ep,
                   BM=s.block_m, BN1=s.block_n1, BN2=s.block_n2, BK1=c.block_k, BK2=bk2,
@@ -286,10 +297,27 @@ class FusedMoE:
                   STAMPS=c.stamps and not interpreting(), TMA=c.tma,
                   ACC_K1=c.acc_k1 if self.data.precision == "fp8" else 0,
                   ACC_K2=c.acc_k2 if self.data.precision == "fp8" else 0,
-                  INTERPRET=interpreting())
+                  NS1=c.num_stages, NS2=c.stages2, POLL=0 if interpreting() else c.poll,
+                  HOST_DESC=c.host_desc, INTERPRET=interpreting())
         if not interpreting():
             kw.update(num_warps=c.num_warps, num_stages=c.num_stages)
         return pos, kw
+
+    def _host_descs(self):
+        """(w1, w2, act) TMA descriptors made on the host (config.host_desc), else the plain
+        tensors (the kernel then makes its own and ignores these arguments)."""
+        s, c, d = self.shape, self.config, self.data
+        if not (c.tma and c.host_desc):
+            return d.w1, d.w2, self.act
+        from triton.tools.tensor_descriptor import TensorDescriptor
+
+        h, inter = s.hidden, s.intermediate
+        return (TensorDescriptor(d.w1, [d.w1.shape[0] * 2 * inter, h], [h, 1],
+                                 [s.block_n1, c.block_k]),
+                TensorDescriptor(d.w2, [d.w2.shape[0] * h, inter], [inter, 1],
+                                 [s.block_n2, c.k2]),
+                TensorDescriptor(self.act, [self.act.shape[0], inter], [inter, 1],
+                                 [s.block_m, c.k2]))
 
     def _check_coresident(self, pos, kw):
         """Raise unless every stream gets its own SM with all programs resident at once."""

@@ -17,11 +17,21 @@ import numpy as np
 from . import moe
 from .stats import summarize
 
-TUNE = {"bf16": [(64, 64, 8, 4, 0, 0, 1), (64, 128, 8, 3, 0, 0, 1), (64, 64, 16, 4, 0, 0, 1)],
-        "fp8": [(128, 128, 8, 4, 128, 128, 1), (128, 128, 8, 4, -1, -1, 1),
-                (128, 128, 16, 4, 128, 128, 1), (128, 128, 8, 4, -1, 128, 1)]}
-# (bk1, bk2, warps, stages, acc_k1, acc_k2, tma); fp8 only settings that promote Linear-1
-# (the fused check needs it); acc_k -1 = an fp32 add per K step (block_k = 128)
+def _kc(bk, bk2, warps, stages, acc, acc2, stages2=None, host_desc=False):
+    return moe.KernelConfig(block_k=bk, block_k2=bk2, num_warps=warps, num_stages=stages,
+                            acc_k1=acc, acc_k2=acc2, num_stages2=stages2, poll=1,
+                            host_desc=host_desc)
+
+
+# (bk1, bk2, warps, stages, acc_k1, acc_k2[, Linear-2 stages, host-made TMA descriptors]),
+# every one with the acquire-load poll (poll = 1). The first of each is the pick of the GPU
+# explorations (logs/h200-pcie-host-moe/explore-1d01d56, explore-84983e0: every candidate
+# beside the old settings in one run). fp8 only settings that promote Linear-1 (the fused
+# check needs it; block_k = 256 there was 15 % slower); acc_k -1 = an fp32 add per K step
+# (promotion every block_k products).
+TUNE = {"bf16": [_kc(64, 64, 8, 4, 0, 0, None, True), _kc(64, 64, 8, 4, 0, 0, 6, True),
+                 _kc(64, 128, 8, 4, 0, 0, 3, True)],
+        "fp8": [_kc(128, 256, 8, 4, -1, -1, 3, True), _kc(128, 128, 8, 4, -1, -1, None, True)]}
 
 
 def gemm_phase(b, configs, mainloop: bool, gemm: bool):
@@ -98,21 +108,19 @@ def tune(b, configs):
         probs = [gemm_problem(h, i, max(_gemm_rows(b)), prec, device=b.device,
                               n_streams=b.sms, blocks=bl) for h, i, bl in sorted(picks)]
         best = None
-        for bk, bk2, w, st, acc, acc2, tma in TUNE[prec]:
-            kc = moe.KernelConfig(block_k=bk, block_k2=bk2, num_warps=w, num_stages=st,
-                                  acc_k1=acc, acc_k2=acc2, tma=bool(tma))
+        for kc in TUNE[prec]:
+            label = _label(kc)
             try:
                 rs = [measure_path(p, path, kc, 10) for p in probs for path in ("l1", "l2")]
             except Exception as e:   # noqa: BLE001 (a setting that does not compile)
-                print(f"tune {prec} {(bk, bk2, w, st, acc, acc2, tma)}: {type(e).__name__}: "
-                      f"{str(e)[:300]}", flush=True)
+                print(f"tune {prec} {label}: {type(e).__name__}: {str(e)[:300]}", flush=True)
                 continue
             if not all(r["ok"] for r in rs):
-                print(f"tune {prec} {(bk, bk2, w, st, acc, acc2, tma)}: check failed "
+                print(f"tune {prec} {label}: check failed "
                       f"{[round(r['max_rel_err'], 4) for r in rs]}", flush=True)
                 continue
             score = float(np.exp(np.mean(np.log([r["ratio"] for r in rs]))))
-            print(f"tune {prec} bk={bk}/{bk2} warps={w} stages={st} acc_k={acc}/{acc2} tma={tma}: "
+            print(f"tune {prec} {label}: "
                   + " ".join(f"{r['path']}(k{r['k']}) {r['ratio']:.3f}" for r in rs)
                   + f" geomean {score:.3f} res={rs[0]['resources']}/{rs[1]['resources']}",
                   flush=True)
@@ -123,13 +131,20 @@ def tune(b, configs):
         del probs
 
 
+def _label(kc) -> str:
+    return (f"bk={kc.block_k}/{kc.k2} warps={kc.num_warps} stages={kc.num_stages}/{kc.stages2} "
+            f"acc_k={kc.acc_k1}/{kc.acc_k2} tma={int(kc.tma)} poll={kc.poll} "
+            f"host_desc={int(kc.host_desc)}")
+
+
 def _blocks_of(s):
     return (s.block_m, s.block_n1, s.block_n2)
 
 
 def write_settings(path: str, settings: dict):
     """Write the settings (precision -> KernelConfig) as JSON, atomically."""
-    keep = ("block_k", "block_k2", "num_warps", "num_stages", "tma", "acc_k1", "acc_k2")
+    keep = ("block_k", "block_k2", "num_warps", "num_stages", "tma", "acc_k1", "acc_k2",
+            "num_stages2", "poll", "host_desc")
     doc = {k: {f: v for f, v in asdict(c).items() if f in keep} for k, c in settings.items()}
     folder = os.path.dirname(os.path.abspath(path))
     with tempfile.NamedTemporaryFile("w", dir=folder, delete=False, suffix=".tmp") as f:

@@ -30,9 +30,18 @@ Ordering ops, exactly (SIGNAL = 0, the correct design the bench records):
   L1 epilogue: act stores (HBM); bar.sync; thread 0: atom.add.release.gpu l2_full[m] += 1.
       The release waits until this SM's earlier stores, the Combine stores of the L2 tiles
       before it included, have drained: it WAITS BEHIND COMBINE STORES (signal_on_drain).
-  L2 wait: ld.volatile l2_full[m] polled (relaxed: no wait behind stores), then one
-      atom.add.acquire.gpu l2_full[m] += 0 and bar.sync; an acquire orders what follows it
-      and does not wait for earlier stores.
+  L2 wait, POLL = 1 (GPU default): every thread polls l2_full[m] with ld.acquire.gpu
+      (inline PTX) until it reads >= need, then bar.sync. The load that reads >= need reads
+      the last of the need release RMWs on l2_full[m] (or a later value of their release
+      sequence), so each thread synchronizes with all need L1 releases of m-block m: their
+      act stores happen before that thread's later loads (its pointer loads, and for the
+      elected thread its TMA loads, in program order), with no bar.sync-cumulativity
+      argument needed. A poll that reads < need is an acquire that orders nothing
+      useful: harmless. One L2 round trip per ready tile; an acquire load does not wait
+      for earlier stores. POLL = 0 (and always under the interpreter): ld.volatile polls
+      (relaxed), then tl.atomic_add(l2_full[m], 0, acquire) by thread 0 (Triton lowers it
+      to ld.global.gpu.acquire), its value broadcast through shared memory, and bar.sync
+      (two round trips when ready: the pre-POLL kernel, kept to measure against).
   L2 epilogue: Combine stores (plain st.global, no fence, no signal after them).
 SIGNAL = 1 replaces the release by a relaxed atomic after the same bar.sync; the PTX model
 does not order the act stores before it, so it exists only to measure what the release
@@ -48,8 +57,12 @@ tile's start together with the next tile's indices, and acted on at its end).
 TMA (constexpr): the weight tiles and Linear-2's activation tiles come through device-side
 tensor descriptors (w1 as [E * 2I, H], w2 as [E * H, I], act as [R, I];
 hwkernels.tma.set_tma_allocator gives Triton their scratch); Linear-1's A operand, the token-row gather, stays pointer loads.
+HOST_DESC: the same three descriptors made once on the host (w1_hd, w2_hd, act_hd,
+triton TensorDescriptor kernel arguments) instead of in every program's prologue (a global
+store and a tensormap proxy fence each); unused (plain tensors) otherwise.
 TMA = False loads every operand through pointers. ACC_K1 / ACC_K2: fp8 accumulator
-promotion (_dot).
+promotion (_dot). NS1 / NS2: the software-pipeline depth of Linear-1's / Linear-2's K loop
+(the two loops' shared-memory buffers are live in different branches and share space).
 Under the interpreter (INTERPRET) dots run in fp32 (its bf16 dot is wrong, Triton 3.6) and
 the e4m3 cast is pre-rounded (_to_e4m3); the GPU path uses native bf16/e4m3 tensor-core dots.
 """
@@ -115,7 +128,8 @@ def _to_e4m3(v, INTERPRET: tl.constexpr):
 def _linear1(x_ptr, w1_ptr, w1_desc, act_ptr, row_token_ptr, scale_ptr, e, row0, rend, nb,
              H: tl.constexpr, I: tl.constexpr, E: tl.constexpr, BM: tl.constexpr,
              BN: tl.constexpr, BK: tl.constexpr, FP8: tl.constexpr, TMA: tl.constexpr,
-             ACC_K: tl.constexpr, INTERPRET: tl.constexpr, stamp_ptr, t, STAMPS: tl.constexpr):
+             ACC_K: tl.constexpr, NS: tl.constexpr, INTERPRET: tl.constexpr, stamp_ptr, t,
+             STAMPS: tl.constexpr):
     """act[rows, cols] = silu(x[tok] @ Wg[:, cols]) * (x[tok] @ Wu[:, cols]).
 
     A (the gathered token rows, Dispatch) is always a pointer gather; with TMA the gate and
@@ -131,7 +145,7 @@ def _linear1(x_ptr, w1_ptr, w1_desc, act_ptr, row_token_ptr, scale_ptr, e, row0,
     acc_g = tl.zeros((BM, BN), dtype=tl.float32)
     acc_u = tl.zeros((BM, BN), dtype=tl.float32)
     _stamp(stamp_ptr, t, 1, STAMPS)
-    for k in range(0, H, BK):                   # per step: read BM*BK + 2*BK*BN elements
+    for k in tl.range(0, H, BK, num_stages=NS):  # per step: read BM*BK + 2*BK*BN elements
         a = tl.load(a_ptrs)
         if TMA:
             bg = w1_desc.load([wrow, k]).T
@@ -168,16 +182,32 @@ def _signal(l2_full_ptr, mb, SIGNAL: tl.constexpr):
 
 
 @triton.jit
-def _wait(l2_full_ptr, mb, need, max_spins):
-    """Poll l2_full[mb] (relaxed) up to max_spins times, then acquire; True when ready."""
-    v = tl.load(l2_full_ptr + mb, volatile=True)
-    spins = 0
-    while (v < need) & (spins < max_spins):
+def _ld_acquire(p):
+    """ld.acquire.gpu of the int32 at p, by every thread (GPU only)."""
+    return tl.inline_asm_elementwise("ld.global.acquire.gpu.b32 $0, [$1];", "=r,l", [p],
+                                     dtype=tl.int32, is_pure=False, pack=1)
+
+
+@triton.jit
+def _wait(l2_full_ptr, mb, need, max_spins, POLL: tl.constexpr):
+    """Wait for l2_full[mb] >= need, up to max_spins polls; True when ready (docstring top:
+    POLL = 1 acquire-load polls, POLL = 0 relaxed polls then thread 0's acquire)."""
+    if POLL == 1:
+        v = _ld_acquire(l2_full_ptr + mb)
+        spins = 0
+        while (v < need) & (spins < max_spins):
+            v = _ld_acquire(l2_full_ptr + mb)
+            spins += 1
+        ready = v >= need
+    else:
         v = tl.load(l2_full_ptr + mb, volatile=True)
-        spins += 1
-    ready = v >= need
-    if ready:   # the result is used, else the compiler drops the acquire as dead code
-        ready = tl.atomic_add(l2_full_ptr + mb, 0, sem="acquire", scope="gpu") >= need
+        spins = 0
+        while (v < need) & (spins < max_spins):
+            v = tl.load(l2_full_ptr + mb, volatile=True)
+            spins += 1
+        ready = v >= need
+        if ready:   # the result is used, else the compiler drops the acquire as dead code
+            ready = tl.atomic_add(l2_full_ptr + mb, 0, sem="acquire", scope="gpu") >= need
     tl.debug_barrier()
     return ready
 
@@ -188,8 +218,8 @@ def _linear2_combine(act_ptr, act_desc, w2_ptr, w2_desc, out_ptr, dest_delta_ptr
                      nb, H: tl.constexpr, I: tl.constexpr, E: tl.constexpr,
                      TOPK: tl.constexpr, T_LOCAL: tl.constexpr, EP: tl.constexpr,
                      BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, FP8: tl.constexpr,
-                     TMA: tl.constexpr, ACC_K: tl.constexpr, INTERPRET: tl.constexpr,
-                     stamp_ptr, t, STAMPS: tl.constexpr):
+                     TMA: tl.constexpr, ACC_K: tl.constexpr, NS: tl.constexpr,
+                     INTERPRET: tl.constexpr, stamp_ptr, t, STAMPS: tl.constexpr):
     """out[tok, slot, cols] = w_row * (act[rows] @ W2[:, cols]) for the valid rows.
 
     With TMA both operands come through descriptors: act rows row0..row0+BM (rows past the
@@ -209,7 +239,7 @@ def _linear2_combine(act_ptr, act_desc, w2_ptr, w2_desc, out_ptr, dest_delta_ptr
     wrow = e * H + nb * BN
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     _stamp(stamp_ptr, t, 1, STAMPS)
-    for k in range(0, I, BK):                   # per step: read BM*BK + BK*BN elements
+    for k in tl.range(0, I, BK, num_stages=NS):  # per step: read BM*BK + BK*BN elements
         if TMA:
             a = act_desc.load([row0, k])
             b = w2_desc.load([wrow, k]).T
@@ -250,17 +280,22 @@ def _tile(tiles_ptr, mb_row0_ptr, mb_rend_ptr, t, end):
 def moe_fused_kernel(x_ptr, w1_ptr, w2_ptr, act_ptr, out_ptr, row_token_ptr, row_slot_ptr,
                      row_weight_ptr, mb_row0_ptr, mb_rend_ptr, l2_full_ptr, tiles_ptr,
                      dest_delta_ptr, offsets_ptr, scale_ptr, err_ptr, stamp_ptr, sm_ptr,
-                     max_spins, n_rows,
+                     max_spins, n_rows, w1_hd, w2_hd, act_hd,
                      H: tl.constexpr, I: tl.constexpr, E: tl.constexpr, TOPK: tl.constexpr,
                      T_LOCAL: tl.constexpr, EP: tl.constexpr, BM: tl.constexpr,
                      BN1: tl.constexpr, BN2: tl.constexpr, BK1: tl.constexpr,
                      BK2: tl.constexpr, FP8: tl.constexpr, SIGNAL: tl.constexpr,
                      STAMPS: tl.constexpr, TMA: tl.constexpr, ACC_K1: tl.constexpr,
-                     ACC_K2: tl.constexpr, INTERPRET: tl.constexpr):
+                     ACC_K2: tl.constexpr, NS1: tl.constexpr, NS2: tl.constexpr,
+                     POLL: tl.constexpr, HOST_DESC: tl.constexpr, INTERPRET: tl.constexpr):
     s = tl.program_id(0)
     if STAMPS:
         tl.store(sm_ptr + s, _smid(STAMPS))
-    if TMA:     # device-side descriptors (global scratch from triton.set_allocator)
+    if TMA and HOST_DESC:     # descriptors made on the host, passed as kernel arguments
+        w1_desc = w1_hd
+        w2_desc = w2_hd
+        act_desc = act_hd
+    elif TMA:     # device-side descriptors (global scratch from triton.set_allocator)
         w1_desc = tl.make_tensor_descriptor(w1_ptr, shape=[E * 2 * I, H], strides=[H, 1],
                                             block_shape=[BN1, BK1])
         w2_desc = tl.make_tensor_descriptor(w2_ptr, shape=[E * H, I], strides=[I, 1],
@@ -283,18 +318,18 @@ def moe_fused_kernel(x_ptr, w1_ptr, w2_ptr, act_ptr, out_ptr, row_token_ptr, row
         stop = tl.load(err_ptr, volatile=True)
         if kind == 0:
             _linear1(x_ptr, w1_ptr, w1_desc, act_ptr, row_token_ptr, scale_ptr, e, row0,
-                     rend, nb, H, I, E, BM, BN1, BK1, FP8, TMA, ACC_K1, INTERPRET,
+                     rend, nb, H, I, E, BM, BN1, BK1, FP8, TMA, ACC_K1, NS1, INTERPRET,
                      stamp_ptr, t, STAMPS)
             _stamp(stamp_ptr, t, 4, STAMPS)
             _signal(l2_full_ptr, mb, SIGNAL)
             _stamp(stamp_ptr, t, 5, STAMPS)
             t += 1
         else:
-            if _wait(l2_full_ptr, mb, need, max_spins):
+            if _wait(l2_full_ptr, mb, need, max_spins, POLL):
                 _linear2_combine(act_ptr, act_desc, w2_ptr, w2_desc, out_ptr, dest_delta_ptr,
                                  row_token_ptr, row_slot_ptr, row_weight_ptr, scale_ptr, e,
                                  row0, rend, nb, H, I, E, TOPK, T_LOCAL, EP, BM, BN2, BK2,
-                                 FP8, TMA, ACC_K2, INTERPRET, stamp_ptr, t, STAMPS)
+                                 FP8, TMA, ACC_K2, NS2, INTERPRET, stamp_ptr, t, STAMPS)
                 _stamp(stamp_ptr, t, 4, STAMPS)
                 _stamp(stamp_ptr, t, 5, STAMPS)
                 t += 1

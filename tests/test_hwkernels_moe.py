@@ -60,6 +60,20 @@ def test_kernel_matches_reference(precision, schedule, tma):
     assert float(ref.abs().max()) > 0.5          # a real signal, not zeros vs zeros
 
 
+@pytest.mark.parametrize("precision", ["bf16", "fp8"])
+def test_host_made_descriptors_give_the_same_layer(precision):
+    shape = tiny_shape(precision)
+    lay = expert_layout(shape, route(shape, "zipf", 1.2, seed=0))
+    table = interleaved_table(shape, lay, n_streams=1)
+    data = moe.make_inputs(shape, seed=1)
+    out, fused = run_table(shape, lay, table, data, replace(CFG, host_desc=True))
+    assert type(fused._args()[0][-1]).__name__ == "TensorDescriptor"
+    ok, err = moe.check(out, moe.reference(data, lay, shape.topk))
+    assert ok, err
+    plain, _ = run_table(shape, lay, table, data)
+    assert torch.equal(out, plain)
+
+
 def l1_then_l2_streams(shape, lay, order):
     """Stream 0 runs every L1 tile (m-blocks in `order`), stream 1 every L2 tile."""
     l1 = [(0, e, m, n) for m in order for n in range(shape.l1_nblocks)
@@ -90,8 +104,11 @@ def test_two_streams_counters_release_the_waiters():
     lay = expert_layout(shape, route(shape, "balanced", seed=3))
     table = l1_then_l2_streams(shape, lay, order=list(range(lay.n_mblocks)))
     data = moe.make_inputs(shape, seed=3)
-    out, _ = run_table(shape, lay, table, data)
+    # per-loop pipeline depths and the acquire-load poll reach the kernel (the interpreter
+    # keeps the relaxed-poll wait and ignores the depths)
+    out, fused = run_table(shape, lay, table, data, replace(CFG, num_stages2=5, poll=1))
     assert moe.check(out, moe.reference(data, lay, shape.topk))[0]
+    assert fused._args()[1]["NS2"] == 5 and fused._args()[1]["POLL"] == 0
 
 
 def test_missing_dependency_times_out_instead_of_hanging():
@@ -125,6 +142,12 @@ def test_kernel_config_is_validated():
         moe.KernelConfig(signal=2)
     with pytest.raises(ValueError, match='"acc_k2"'):
         moe.KernelConfig(block_k=64, block_k2=64, acc_k2=128)
+    with pytest.raises(ValueError, match='"poll"'):
+        moe.KernelConfig(poll=2)
+    with pytest.raises(ValueError, match='"num_stages2"'):
+        moe.KernelConfig(num_stages2=0)
+    assert moe.KernelConfig(num_stages=3).stages2 == 3
+    assert moe.KernelConfig(num_stages=3, num_stages2=5).stages2 == 5
 
 
 def test_ep2_combine_writes_each_token_to_its_source_rank():

@@ -126,3 +126,11 @@ def test_settings_round_trip_through_tune_out(cpu_runner, tmp_path):
                            "--settings", str(path)]) == 0
     recs = [json.loads(line) for line in out.read_text().splitlines()]
     assert recs and all(r["params"]["num_stages"] == 2 for r in recs)
+
+
+def test_tune_starts_from_the_shipped_settings():
+    from hwkernels.moe_bench_gemm import TUNE
+
+    for prec, settings in moe_bench.SETTINGS.items():
+        assert TUNE[prec][0] == settings
+        assert all(kc.poll == 1 for kc in TUNE[prec])

@@ -32,6 +32,11 @@ def gbps_to_bytes_per_us(gbps: float) -> float:
     return gbps * 1e3
 
 
+def tbps_to_bytes_per_us(tbps: float) -> float:
+    """TB/s (1e12 bytes per second) to bytes per microsecond."""
+    return tbps * 1e6
+
+
 def bytes_per_us_to_gbps(bytes_per_us: float) -> float:
     """Bytes per microsecond to GB/s (1e9 bytes per second)."""
     return bytes_per_us * 1e-3

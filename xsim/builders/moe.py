@@ -18,7 +18,7 @@ from xsim.moe.compute import mainloop_model
 from xsim.moe.des_workload import RELEASES, mblock_remote_rows, tile_workload
 from xsim.moe.layout import expert_layout
 from xsim.moe.routing import ROUTINGS, route
-from xsim.moe.schedule import d_knee, default_lead, experts_per_wave, schedule_table
+from xsim.moe.schedule import SCHEDULES, d_knee, default_lead, experts_per_wave, schedule_table
 from xsim.moe.shapes import PRECISIONS, MoEShape
 from xsim.spread import tile_factors
 from xsim.moe.tiles import L1, L2, TileTable
@@ -47,8 +47,17 @@ PARAMS = {
     "mainloop_cv": Param("float", -1.0, "per-tile mainloop spread, coefficient of variation (< 0: the compute "
                          "model's measured one per tile kind, 0 without records; 0: every tile alike)"),
     "spread_seed": Param("int", 0, "seed of the per-tile spread (a hash of each tile's identity)", minimum=0),
-    "compute": Param("str", "auto", "mainloop times: measured records if any, else roofline",
-                     choices=("auto", "roofline")),
+    "compute": Param("str", "auto", "mainloop times: measured records if any, else roofline; contention: "
+                     "the records' means shaped by a local run under shared HBM (xsim.moe.contention_model)",
+                     choices=("auto", "roofline", "contention")),
+    "hbm_tbps": Param("float", -1.0, "compute = contention: HBM bandwidth, TB/s (<= 0: the GPU's roofline figure)"),
+    "hbm_share": Param("str", "fair", "compute = contention: how running mainloops share HBM (max-min fair, or "
+                       "by the bytes a pipeline stage keeps in flight)", choices=("fair", "inflight")),
+    "contention_anchor": Param("str", "mean", "compute = contention: mean (scale to the records' means) or none",
+                               choices=("mean", "none")),
+    "contention_detail": Param("str", "tile", "compute = contention: tile (each tile its mainloop in context) or "
+                               "kind (each schedule's kind its mean in context, times the spread as auto)",
+                               choices=("tile", "kind")),
     "mainloop_records": Param("str", "", "moe records file (default: calibration/records/<platform>-moe.jsonl)"),
     "tile_fixed_us": Param("us", 0.0, "roofline's fixed per-tile cost", minimum=0),
     "l2_epilogue_us": Param("us", -1.0, "fixed epilogue time before a Linear-2 tile's first store "
@@ -75,7 +84,7 @@ class Config:
         self.n_streams = params["n_streams"] or platform.sms
         self.lead = default_lead(self.shape, self.n_streams) if params["lead"] < 0 else params["lead"]
         self.model = mainloop_model(platform.name, platform.sms, params["mainloop_records"],
-                                    use_records=params["compute"] == "auto", fixed_us=params["tile_fixed_us"],
+                                    use_records=params["compute"] != "roofline", fixed_us=params["tile_fixed_us"],
                                     records=mainloop_records)
         used = self.layout.rows_per_expert > 0
         reuse = float(np.mean(np.diff(self.layout.expert_mblock)[used])) if used.any() else 1.0
@@ -89,6 +98,7 @@ class Config:
         self.prologue_us = self.model.kernel_outside_us if params["prologue_us"] < 0 else params["prologue_us"]
         given = params["mainloop_cv"]
         self.mainloop_cv = {k: self.model.spread(self.shape, k) if given < 0 else given for k in ("l1", "l2")}
+        self.prepass = prepass(self, mainloop_records) if params["compute"] == "contention" else None
 
     def table(self, schedule: str):
         if self.params["tile_table"]:
@@ -103,14 +113,63 @@ class Config:
         table = self.table(schedule) if table is None else table
         factors = tile_factors(table.tiles, {L1: self.mainloop_cv["l1"], L2: self.mainloop_cv["l2"]},
                                p["spread_seed"])
-        return tile_workload(table, self.shape, self.layout, self.platform, self.t_l1_us,
-                             self.t_l2_us, p["staging_depth"], p["l1_release"], self.l2_epilogue_us,
+        t_l1, t_l2 = self.t_l1_us, self.t_l2_us
+        if self.prepass is not None and p["contention_detail"] == "tile":   # the spread is in it already
+            factors, t_l1, t_l2 = self.context_mainloops_us(schedule), 1.0, 1.0
+        elif self.prepass is not None:
+            context = self.context_mainloops_us(schedule)
+            kind = table.tiles[:, 0]
+            t_l1, t_l2 = (float(context[kind == k].mean()) if np.any(kind == k) else 0.0 for k in (L1, L2))
+        return tile_workload(table, self.shape, self.layout, self.platform, t_l1,
+                             t_l2, p["staging_depth"], p["l1_release"], self.l2_epilogue_us,
                              self.l1_epilogue_us, self.prologue_us, factors)
+
+    def context_mainloops_us(self, schedule: str) -> np.ndarray:
+        """compute = contention: every schedule's local run once (the anchor pools them), then this
+        schedule's per-tile mainloops in context plus the measured wait overhead."""
+        names = ("file",) if self.params["tile_table"] else SCHEDULES
+        if not self.prepass.runs:
+            inputs = {}
+            for name in names:
+                table = self.table(name)
+                factors = tile_factors(table.tiles, {L1: self.mainloop_cv["l1"], L2: self.mainloop_cv["l2"]},
+                                       self.params["spread_seed"])
+                inputs[name] = (table, factors, self._l2_issue_us(table))
+            self.prepass.run_all(inputs)
+        name = "file" if self.params["tile_table"] else schedule
+        kind = self.prepass.runs[name][0].tiles[:, 0]
+        return self.prepass.mainloops_us(name) + np.where(kind == L1, self.wait_overhead_us["l1"],
+                                                          self.wait_overhead_us["l2"])
+
+    def _l2_issue_us(self, table) -> np.ndarray:
+        """Each tile's local Combine issue time (t_iss0 of its bytes; 0 for L1 tiles)."""
+        combine = self.shape.combine_bytes(1) * mblock_remote_rows(self.shape, self.layout)
+        per_mblock = np.array([self.platform.t_iss0_us(self.n_streams, b) if b > 0 else 0.0 for b in combine])
+        return np.where(table.tiles[:, 0] == L2, per_mblock[table.tiles[:, 2]], 0.0)
 
     def locality(self, table, result):
         key = "b200" if self.platform.name.startswith("paper") else "h200"
         capacity = self.params["l2_cache_bytes"] or selector.L2_CACHE_BYTES[key]
         return selector.locality(self.shape, table.tiles, result, capacity, self.model.peaks["hbm_tbps"])
+
+
+def prepass(cfg: Config, records: list[dict] | None):
+    """The contention pre-pass of a config (:mod:`xsim.moe.contention_model`)."""
+    from pathlib import Path
+
+    from xsim.moe import contention_model as cm
+    from xsim.moe.compute import peaks_for, read_records, shipped_records_path
+
+    p = cfg.params
+    if records is None:
+        path = Path(p["mainloop_records"]) if p["mainloop_records"] else shipped_records_path(cfg.platform.name)
+        records = read_records(path) if path.exists() else []
+    hbm = p["hbm_tbps"] if p["hbm_tbps"] > 0 else peaks_for(cfg.platform.name)["hbm_tbps"]
+    costs = cm.FixedCosts(cfg.wait_overhead_us["l1"], cfg.wait_overhead_us["l2"], cfg.l1_epilogue_us,
+                          cfg.l2_epilogue_us, cfg.prologue_us)
+    means = {k: getattr(cfg, f"t_{k}_us") - cfg.wait_overhead_us[k] for k in ("l1", "l2")}
+    return cm.Prepass(cfg.shape, cfg.layout.mblock_valid_rows(), cm.calibrate_compute_us(records, hbm, cfg.n_streams),
+                      costs, means, hbm, p["hbm_share"], p["contention_anchor"])
 
 
 def load_table(path: str, shape: MoEShape, layout) -> TileTable:

@@ -30,6 +30,8 @@ def add_parser(sub):
     p.add_argument("-o", "--output", metavar="report.html", help="write a self-contained HTML report (+ PNG per panel)")
     p.add_argument("--no-des", action="store_true", help="closed-form predictions only (skip the DES)")
     p.add_argument("--paper-des", action="store_true", help="moe: also simulate the paper's Table 2 rows (~1 min)")
+    p.add_argument("--moe-compute", choices=("auto", "roofline", "contention"),
+                   help="moe: the builder's compute model for every config (default: the scenario's)")
     add_platform_options(p)
     add_json_option(p)
     return p
@@ -63,7 +65,8 @@ def _micro(rs, platform, args) -> Built:
 def _moe(rs, platform, args) -> Built:
     from xsim.report import moe, moe_page
 
-    rep = moe.build(rs, platform, des=not args.no_des, paper_des=args.paper_des and not args.no_des)
+    rep = moe.build(rs, platform, des=not args.no_des, paper_des=args.paper_des and not args.no_des,
+                    compute=args.moe_compute)
 
     def tables():
         rows = [[r.config, r.routing, r.measured["wave"]["kernel_us"], r.measured["interleaved"]["kernel_us"],

@@ -138,8 +138,9 @@ def _gemm(records) -> list[dict]:
 
 
 def build(rs, platform: Platform, des: bool = True, paper_des: bool = False,
-          engine: str = "fast") -> MoEReport:
-    """Every measured config beside its prediction, the GEMM check, the paper's Table 2 rows."""
+          engine: str = "fast", compute: str | None = None) -> MoEReport:
+    """Every measured config beside its prediction, the GEMM check, the paper's Table 2 rows
+    (``compute``: the builder's compute model for every config instead of the scenario's)."""
     mainloops = [r.data for r in rs.select("moe", "mainloop")]
     measured = _measured(rs.select("moe", "kernel"))
     local = _measured(rs.select("moe", "kernel_local"))
@@ -149,6 +150,8 @@ def build(rs, platform: Platform, des: bool = True, paper_des: bool = False,
         if not all(s in m for s in SCHEDULES):
             continue
         params = _params(config, m)
+        if compute is not None:
+            params["compute"] = compute
         row = ConfigRow(config, params["routing"], m, where=m["wave"]["where"], measured_local=local.get(config, {}))
         row.closed_form = builder.predict(params, platform, mainloops or None)
         if des:

@@ -1,0 +1,118 @@
+"""The MoE tile table under shared HBM: bytes per tile, the GEMM-only calibration, the anchored
+pre-pass, and the builder's ``compute = contention`` mode."""
+
+import numpy as np
+import pytest
+
+from xsim.builders import moe as builder
+from xsim.moe import contention_model as cm
+from xsim.moe.layout import expert_layout
+from xsim.moe.routing import route
+from xsim.moe.schedule import schedule_table
+from xsim.moe.shapes import MoEShape
+from xsim.moe.tiles import KIND, L1, L2
+from xsim.params import resolve
+from xsim.platform import shipped_platforms
+
+SHAPE = MoEShape(hidden=256, intermediate=256, experts=4, topk=2, tokens=96, block_m=64, block_n1=64, block_n2=64)
+
+
+def gemm_only(kind: str, mean_us: float, m: int = 128, shape: MoEShape = SHAPE) -> dict:
+    return {"experiment": "moe", "kind": "mainloop", "check": {"ok": True},
+            "params": {"precision": shape.precision, "block_m": shape.block_m, "block_n": 64, "kind": kind,
+                       "k_dim": shape.hidden if kind == "l1" else shape.intermediate, "m": m,
+                       "hidden": shape.hidden, "intermediate": shape.intermediate, "source": "gemm-only"},
+            "stats": {"mainloop_us": {"mean": mean_us, "median": mean_us, "p10": mean_us, "p90": mean_us}}}
+
+
+def layout_and_table(schedule="wave", n_streams=8):
+    lay = expert_layout(SHAPE, route(SHAPE, "balanced", seed=0))
+    return lay, schedule_table(SHAPE, lay, schedule, n_streams)
+
+
+def test_tile_bytes_follow_the_shape():
+    lay, table = layout_and_table()
+    w, _, a, a_block = cm.tile_bytes(SHAPE, table, lay.mblock_valid_rows())
+    kind, m = table.tiles[:, KIND], table.tiles[:, 2]
+    assert np.all(w[kind == L1] == 256 * 2 * 64 * 2) and np.all(w[kind == L2] == 256 * 64 * 2)
+    valid = lay.mblock_valid_rows()[m]
+    # an m-block's activation rows are read once for its n-block tiles (4 of each kind here)
+    assert np.allclose(a, valid * 256 * 2 / 4)
+    assert len(np.unique(a_block)) == len(a_block)
+
+
+def test_calibration_is_the_measured_mean_where_the_gemm_only_run_is_compute_bound():
+    got = cm.calibrate_compute_us([gemm_only("l1", 20.0), gemm_only("l2", 10.0)], hbm_tbps=4.3, n_streams=8)
+    assert got[cm.compute_key(SHAPE, "l1")] == pytest.approx(20.0)
+    assert got[cm.compute_key(SHAPE, "l2")] == pytest.approx(10.0)
+
+
+def test_calibration_inverts_a_bandwidth_bound_gemm_only_run():
+    # 5 streams, 8 tiles: the first round shares 100 B/us five ways, the last three tiles run with
+    # more each: the compute time found must make the simulated run's mean the measured one
+    floor = cm.gemm_only_mean_us(SHAPE, L1, 128, 1e-3, 1e-4, 5)       # bandwidth alone
+    measured = 1.1 * floor
+    c = cm.calibrate_compute_us([gemm_only("l1", measured)], hbm_tbps=1e-4, n_streams=5)[cm.compute_key(SHAPE, "l1")]
+    assert c < measured
+    assert cm.gemm_only_mean_us(SHAPE, L1, 128, c, 1e-4, 5) == pytest.approx(measured, rel=1e-3)
+
+
+def test_calibration_refuses_a_record_faster_than_the_bandwidth():
+    with pytest.raises(ValueError, match="faster than the HBM bandwidth allows"):
+        cm.calibrate_compute_us([gemm_only("l1", 10.0)], hbm_tbps=1e-5, n_streams=8)
+
+
+def test_anchored_prepass_keeps_the_records_means_and_each_schedules_shape():
+    lay = expert_layout(SHAPE, route(SHAPE, "balanced", seed=0))
+    calib = {cm.compute_key(SHAPE, "l1"): 20.0, cm.compute_key(SHAPE, "l2"): 10.0}
+    pre = cm.Prepass(SHAPE, lay.mblock_valid_rows(), calib, cm.FixedCosts(0.5, 0.5, 2.0, 0.2, 6.0),
+                     {"l1": 30.0, "l2": 12.0}, hbm_tbps=1e-5, share="inflight", anchor="mean")
+    inputs = {}
+    for s in ("wave", "interleaved"):
+        table = schedule_table(SHAPE, lay, s, 8)
+        inputs[s] = (table, np.ones(table.n_tiles), np.zeros(table.n_tiles))
+    pre.run_all(inputs)
+    for kind, target in ((L1, 30.0), (L2, 12.0)):
+        means = [pre.mainloops_us(s)[inputs[s][0].tiles[:, KIND] == kind].mean() for s in inputs]
+        assert np.mean(means) == pytest.approx(target, rel=3e-3)
+
+
+def test_prepass_errors_are_one_line():
+    lay = expert_layout(SHAPE, route(SHAPE, "balanced", seed=0))
+    with pytest.raises(ValueError, match="no GEMM-only mainloop record of this shape"):
+        cm.Prepass(SHAPE, lay.mblock_valid_rows(), {}, cm.FixedCosts(), {"l1": 1, "l2": 1}, 4.3, "fair", "mean")
+    with pytest.raises(ValueError, match='"contention_anchor" must be one of'):
+        cm.Prepass(SHAPE, lay.mblock_valid_rows(), {}, cm.FixedCosts(), {"l1": 1, "l2": 1}, 4.3, "fair", "x")
+    with pytest.raises(ValueError, match='"share" must be one of'):
+        cm.share_weights(SHAPE, np.zeros(2), "greedy")
+    with pytest.raises(ValueError, match='"pre_l1_us" must be >= 0'):
+        cm.FixedCosts(pre_l1_us=-1.0)
+
+
+def params(**kw):
+    given = dict(hidden=256, intermediate=256, experts=4, topk=2, tokens=96, block_m=64, block_n1=64, block_n2=64,
+                 n_streams=8)
+    given.update(kw)
+    return resolve(builder.PARAMS, given, "test")
+
+
+def test_builder_contention_mode_gives_each_tile_its_mainloop_in_context():
+    platform = shipped_platforms()["h200-pcie-host"]
+    records = [gemm_only("l1", 20.0), gemm_only("l2", 10.0)]
+    # 20000 B/us: the GEMM-only run (weights shared by 2 m-blocks) is compute-bound, the MoE tables
+    # (one m-block per expert) are not
+    p = params(compute="contention", hbm_tbps=0.02, mainloop_cv=0.0, routing="hot", skew=0.5)
+    cfg = builder.Config(p, platform, records)
+    per_tile = cfg.context_mainloops_us("wave")
+    table = cfg.table("wave")
+    assert per_tile.shape == (table.n_tiles,) and np.all(per_tile > 0)
+    assert np.ptp(per_tile[table.tiles[:, KIND] == L1]) > 0      # the context differs from tile to tile
+    _, summary = builder.simulate(p, platform, "fast", trace=False, mainloop_records=records)
+    assert summary["speedup"] == pytest.approx(summary["wave"]["kernel_us"] / summary["interleaved"]["kernel_us"])
+    assert summary["wave"]["kernel_us"] > 0
+
+
+def test_builder_contention_mode_without_gemm_only_records_fails_clearly():
+    platform = shipped_platforms()["h200-pcie-host"]
+    with pytest.raises(ValueError, match="no GEMM-only mainloop record"):
+        builder.Config(params(compute="contention"), platform, [gemm_only("l1", 20.0)])
