@@ -66,9 +66,29 @@ def timeout(q, t, kind, arg, gen=0):
         raise RuntimeError("fast engine: event heap overflow")
     _put(q, n, t, NORMAL, kind, arg, gen)
     q.count[Count.HEAP_LEN] = n + 1
-    while n > 0 and _before(q, n, (n - 1) // 2):
-        _swap(q, n, (n - 1) // 2)
-        n = (n - 1) // 2
+    _sift_up(q, n)
+
+
+@inline
+def _sift_up(q, i):
+    """The heap entry in slot i moves up to its place."""
+    while i > 0 and _before(q, i, (i - 1) // 2):
+        _swap(q, i, (i - 1) // 2)
+        i = (i - 1) // 2
+    return i
+
+
+@inline
+def _sift_down(q, i, n):
+    """The entry in slot i of a heap of n entries moves down to its place."""
+    while 2 * i + 1 < n:
+        c = 2 * i + 1
+        if c + 1 < n and _before(q, c + 1, c):
+            c += 1
+        if not _before(q, c, i):
+            break
+        _swap(q, i, c)
+        i = c
 
 
 @inline
@@ -124,15 +144,7 @@ def _heap_pop(q):
     n = q.count[Count.HEAP_LEN] - 1
     _swap(q, 0, n)
     q.count[Count.HEAP_LEN] = n
-    i = 0
-    while 2 * i + 1 < n:
-        c = 2 * i + 1
-        if c + 1 < n and _before(q, c + 1, c):
-            c += 1
-        if not _before(q, c, i):
-            break
-        _swap(q, i, c)
-        i = c
+    _sift_down(q, 0, n)
     return n
 
 
@@ -148,18 +160,7 @@ def heap_remove(q, kind, arg, gen):
             q.count[Count.HEAP_LEN] = n
             if j < n:   # the last entry takes its slot, then moves up or down to its place
                 _swap(q, j, n)
-                i = j
-                while i > 0 and _before(q, i, (i - 1) // 2):
-                    _swap(q, i, (i - 1) // 2)
-                    i = (i - 1) // 2
-                while 2 * i + 1 < n:
-                    c = 2 * i + 1
-                    if c + 1 < n and _before(q, c + 1, c):
-                        c += 1
-                    if not _before(q, c, i):
-                        break
-                    _swap(q, i, c)
-                    i = c
+                _sift_down(q, _sift_up(q, j), n)
             return True
     return False
 
