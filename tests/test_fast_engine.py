@@ -203,3 +203,21 @@ def test_without_trace():
     r = simulate(w, "fast", trace=False)
     assert r.traces == [None]
     np.testing.assert_array_equal(r.times.issue_end, simulate(w, "fast").times.issue_end)
+
+
+def test_stall_gate_at_the_threshold_does_not_chatter():
+    """A hypothesis draw that once looped forever at one instant: producer-scope stall gate of 0.5 B,
+    a MIXED producer whose q sat 1.7e-12 B below it while rising, its crossing due at once. The gate's
+    "at the threshold" includes a crossing due now (fluid.near_gate), so it stays closed: both engines
+    finish, bit for bit alike."""
+    tile = dict(epilogue=0.0, release=0.0, wait=-1, value=1, on_drain=True)
+    cfg = {"drain": 1095.6924439194263, "gpus": 1, "staging_depth": 3, "coupling": "xstage", "weights": False,
+           "capacity": 500.0, "counters": 0, "seed": 6834, "streams": [
+               [{**tile, "mainloop": 1.7878623534783866, "t0": 0.7199333501095, "value": 2, "bytes": 2500.0, "signal": 1},
+                {**tile, "mainloop": 0.5, "t0": 0.5, "epilogue": 0.2, "bytes": 2043.1897830046503, "signal": 1}],
+               [{**tile, "mainloop": 2.0, "t0": 1.0, "value": 2, "wait": 0, "release": 1.5, "bytes": 0.0, "signal": 1},
+                {**tile, "mainloop": 1.0, "t0": 0.5, "release": 4.0, "bytes": 2500.0, "signal": 2},
+                {**tile, "mainloop": 0.5, "t0": 0.736184425981655, "value": 2, "on_drain": False, "wait": 1,
+                 "bytes": 2468.188432204875, "release": 4.0, "signal": 0}]]}
+    w = dataclasses.replace(random_workload(cfg), mainloop_loads=True, load_gate=LoadGate(0.5, "producer", "stall"))
+    assert_bit_identical(*run_both(w))

@@ -78,6 +78,13 @@ def band(stage):
 
 
 @jit
+def near_gate(stage, value, slope, now):
+    """An occupancy ``value`` moving at ``slope`` is at the threshold at ``now``: within :func:`band`,
+    or close enough that its crossing is due now (within :func:`tol_t`)."""
+    return abs(value - stage[Stage.GATE]) <= band(stage) + tol_t(now) * abs(slope)
+
+
+@jit
 def threshold_v(stage, now):
     """The clock value up to which V keys are due at ``now``."""
     return stage[Stage.V] * (1.0 + REL_TOL) + stage[Stage.LEVEL] * tol_t(now)
@@ -248,7 +255,7 @@ def gate_keys(stage, fluid, k, mode, now, q):
 def stall_keys(stage, fluid, k, mode, now, q, past):
     """A stall gate's keys (the hysteresis of :mod:`xsim.des.stall`, so that a flip never calls for
     the opposite flip at the same instant). Waiting: :func:`gate_keys`, except that q at the
-    threshold (within :func:`band`) and rising has no key (it stays closed) and q at it and not
+    threshold (:func:`near_gate`) and rising has no key (it stays closed) and q at it and not
     moving is due now. Past the gate (``past``): the time q rises above the threshold (only a
     MIXED producer's q rises; ``now`` if FULL above it), else none."""
     f, gate, tol = fluid, stage[Stage.GATE], band(stage)
@@ -262,7 +269,8 @@ def stall_keys(stage, fluid, k, mode, now, q, past):
         return math.inf, gt
     gv, gt = gate_keys(stage, f, k, mode, now, q)
     if mode == MIXED and dq >= 0.0:
-        gt = now if (q < gate - tol or (dq == 0.0 and q <= gate + tol)) else math.inf
+        below = q < gate and not near_gate(stage, q, dq, now)   # an up-crossing would not be due at once
+        gt = now if (below or (dq == 0.0 and q <= gate + tol)) else math.inf
     elif mode == FULL and stage[Stage.CAP] <= gate + tol:
         gt = now
     return gv, gt

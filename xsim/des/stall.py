@@ -5,8 +5,8 @@ A gated mainloop is, per producer, in one of four states (``IDLE`` .. ``RUNNING`
 gate; ``WAITING`` for the occupancy to fall to the threshold (before it starts, or paused, its
 remaining work frozen); ``RELEASED`` (the gate opened; its role resumes at this instant); or
 ``RUNNING``, with ``left`` us of work from ``run_t`` on. The gate just after ``now`` is closed
-iff the occupancy is above the threshold G, or at it (within :func:`xsim.des.fluid.band`,
-or at a predicted crossing) and rising (:func:`closed`): at a crossing the slope decides, so a
+iff the occupancy is above the threshold G, or at it (:func:`xsim.des.fluid.near_gate`: within
+rounding, or so close that its crossing is due now, or at a predicted crossing) and rising (:func:`closed`): at a crossing the slope decides, so a
 flip never calls for the opposite one at the same instant.
 
 - **link scope**: the stage's total q is linear between two drain turns, so each turn (after
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 
-from xsim.des.fluid import band, evaluate, tol_t
+from xsim.des.fluid import evaluate, near_gate, tol_t
 from xsim.des.fluid_state import BACKLOG, MIXED, Fluid, Stage, Status
 from xsim.des.gate import clock_at, link_motion
 from xsim.des.jit import jit
@@ -59,7 +59,7 @@ def link_state(stage, fluid, status, n, now, key):
     due one is at the threshold; inf for a mainloop that arrives)."""
     total, slope = link_motion(stage, fluid, status, n, now)
     gate = stage[Stage.GATE]
-    near = key <= now + tol_t(now) or abs(total - gate) <= band(stage)
+    near = key <= now + tol_t(now) or near_gate(stage, total, slope, now)
     shut = closed(total, slope, gate, near)
     return shut, crossing(now, total, slope, gate, shut)
 
@@ -72,7 +72,7 @@ def producer_state(stage, fluid, status, k, now):
     mode, level, w = status[Status.MODE, k], stage[Stage.LEVEL], fluid[Fluid.W, k]
     slope = -level * w if mode == BACKLOG else (fluid[Fluid.RATE, k] - level * w if mode == MIXED else 0.0)
     gate = stage[Stage.GATE]
-    shut = closed(q, slope, gate, abs(q - gate) <= band(stage))
+    shut = closed(q, slope, gate, near_gate(stage, q, slope, now))
     return shut, crossing(now, q, slope, gate, shut)
 
 
