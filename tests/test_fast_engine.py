@@ -148,7 +148,11 @@ stall_gate = st.fixed_dictionaries({
 stall_config = config.map(lambda c: {**c, "counters": 0, "gpus": 1 + (c["gpus"] > 2), "coupling": "xstage"})
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# derandomized: CI runs the same 300 draws every time (random draws once found an instant at which
+# the gate chattered forever, fixed in e2ce20a and kept as test_stall_gate_at_the_threshold_does_not_chatter;
+# to explore other draws, drop derandomize for a local run)
+@settings(max_examples=300, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(stall_config | gated_config, stall_gate)
 def test_random_stall_gated_workloads_identical(cfg, g):
     """With a random stall gate (mainloops paused while the occupancy is above the threshold, both
