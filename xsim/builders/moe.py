@@ -98,7 +98,7 @@ class Config:
         self.prologue_us = self.model.kernel_outside_us if params["prologue_us"] < 0 else params["prologue_us"]
         given = params["mainloop_cv"]
         self.mainloop_cv = {k: self.model.spread(self.shape, k) if given < 0 else given for k in ("l1", "l2")}
-        self.prepass = prepass(self, mainloop_records) if params["compute"] == "contention" else None
+        self.prepass = prepass(self) if params["compute"] == "contention" else None
 
     def table(self, schedule: str):
         if self.params["tile_table"]:
@@ -111,8 +111,7 @@ class Config:
     def workload(self, schedule: str, table=None):
         p = self.params
         table = self.table(schedule) if table is None else table
-        factors = tile_factors(table.tiles, {L1: self.mainloop_cv["l1"], L2: self.mainloop_cv["l2"]},
-                               p["spread_seed"])
+        factors = self._factors(table)
         t_l1, t_l2 = self.t_l1_us, self.t_l2_us
         if self.prepass is not None and p["contention_detail"] == "tile":   # the spread is in it already
             factors, t_l1, t_l2 = self.context_mainloops_us(schedule), 1.0, 1.0
@@ -132,14 +131,17 @@ class Config:
             inputs = {}
             for name in names:
                 table = self.table(name)
-                factors = tile_factors(table.tiles, {L1: self.mainloop_cv["l1"], L2: self.mainloop_cv["l2"]},
-                                       self.params["spread_seed"])
-                inputs[name] = (table, factors, self._l2_issue_us(table))
+                inputs[name] = (table, self._factors(table), self._l2_issue_us(table))
             self.prepass.run_all(inputs)
         name = "file" if self.params["tile_table"] else schedule
         kind = self.prepass.runs[name][0].tiles[:, 0]
         return self.prepass.mainloops_us(name) + np.where(kind == L1, self.wait_overhead_us["l1"],
                                                           self.wait_overhead_us["l2"])
+
+    def _factors(self, table) -> np.ndarray:
+        """Each tile's mainloop spread factor (xsim.spread, keyed by the tile's identity)."""
+        return tile_factors(table.tiles, {L1: self.mainloop_cv["l1"], L2: self.mainloop_cv["l2"]},
+                            self.params["spread_seed"])
 
     def _l2_issue_us(self, table) -> np.ndarray:
         """Each tile's local Combine issue time (t_iss0 of its bytes; 0 for L1 tiles)."""
@@ -153,18 +155,14 @@ class Config:
         return selector.locality(self.shape, table.tiles, result, capacity, self.model.peaks["hbm_tbps"])
 
 
-def prepass(cfg: Config, records: list[dict] | None):
-    """The contention pre-pass of a config (:mod:`xsim.moe.contention_model`)."""
-    from pathlib import Path
-
+def prepass(cfg: Config):
+    """The contention pre-pass of a config (:mod:`xsim.moe.contention_model`), on the records its
+    compute model was made from."""
     from xsim.moe import contention_model as cm
-    from xsim.moe.compute import peaks_for, read_records, shipped_records_path
 
     p = cfg.params
-    if records is None:
-        path = Path(p["mainloop_records"]) if p["mainloop_records"] else shipped_records_path(cfg.platform.name)
-        records = read_records(path) if path.exists() else []
-    hbm = p["hbm_tbps"] if p["hbm_tbps"] > 0 else peaks_for(cfg.platform.name)["hbm_tbps"]
+    records = cfg.model.records
+    hbm = p["hbm_tbps"] if p["hbm_tbps"] > 0 else cfg.model.peaks["hbm_tbps"]
     costs = cm.FixedCosts(cfg.wait_overhead_us["l1"], cfg.wait_overhead_us["l2"], cfg.l1_epilogue_us,
                           cfg.l2_epilogue_us, cfg.prologue_us)
     means = {k: getattr(cfg, f"t_{k}_us") - cfg.wait_overhead_us[k] for k in ("l1", "l2")}

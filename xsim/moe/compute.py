@@ -76,6 +76,7 @@ class MainloopModel:
     kernel_outside_us: float = 0.0              # per kernel: launch, prologue, exit
     shapes: dict = field(default_factory=dict)  # key + (hidden, intermediate) -> mean mainloop us
     spreads: dict = field(default_factory=dict) # the same shape keys, and the fit's keys -> CV
+    records: list = field(default_factory=list, repr=False, compare=False)  # the parsed records used
 
     def overhead_us(self, shape: MoEShape, kind: str, name: str) -> float:
         """A measured per-tile cost outside the mainloop (0 without records): ``wait_us`` (before
@@ -293,4 +294,4 @@ def mainloop_model(platform_name: str, sms: int, records_path: str = "", use_rec
         raise ValueError(f"moe records {source or 'given'}: a mainloop record lacks or mistypes {exc}") from None
     return MainloopModel(peaks=peaks_for(platform_name), sms=sms, fits=fits, fixed_us=fixed_us,
                          records_file=source if fits else "", overheads=overheads, kernel_outside_us=outside,
-                         shapes=shapes, spreads=spreads)
+                         shapes=shapes, spreads=spreads, records=records)
