@@ -58,6 +58,9 @@ PARAMS = {
     "contention_detail": Param("str", "tile", "compute = contention: tile (each tile its mainloop in context) or "
                                "kind (each schedule's kind its mean in context, times the spread as auto)",
                                choices=("tile", "kind")),
+    "mainloop_pool": Param("str", "layer", "which records give a tile's mean mainloop and spread: layer (this very "
+                           "layer's: shape, experts, top-k, tokens, EP; else as shape) or shape (every layer of "
+                           "this hidden and intermediate)", choices=("layer", "shape")),
     "mainloop_records": Param("str", "", "moe records file (default: calibration/records/<platform>-moe.jsonl)"),
     "tile_fixed_us": Param("us", 0.0, "roofline's fixed per-tile cost", minimum=0),
     "l2_epilogue_us": Param("us", -1.0, "fixed epilogue time before a Linear-2 tile's first store "
@@ -85,7 +88,7 @@ class Config:
         self.lead = default_lead(self.shape, self.n_streams) if params["lead"] < 0 else params["lead"]
         self.model = mainloop_model(platform.name, platform.sms, params["mainloop_records"],
                                     use_records=params["compute"] != "roofline", fixed_us=params["tile_fixed_us"],
-                                    records=mainloop_records)
+                                    records=mainloop_records, pool=params["mainloop_pool"])
         used = self.layout.rows_per_expert > 0
         reuse = float(np.mean(np.diff(self.layout.expert_mblock)[used])) if used.any() else 1.0
         # the measured bookkeeping and wait (nothing pending) before a mainloop are part of every tile
