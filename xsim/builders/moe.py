@@ -47,6 +47,8 @@ PARAMS = {
     "mainloop_cv": Param("float", -1.0, "per-tile mainloop spread, coefficient of variation (< 0: the compute "
                          "model's measured one per tile kind, 0 without records; 0: every tile alike)"),
     "spread_seed": Param("int", 0, "seed of the per-tile spread (a hash of each tile's identity)", minimum=0),
+    "spread_seeds": Param("int", 1, "spread seeds whose kernel times are averaged (spread_seed, spread_seed + 1, "
+                          "...): the expectation over the spread instead of one draw", minimum=1),
     "compute": Param("str", "auto", "mainloop times: measured records if any, else roofline; contention: "
                      "the records' means shaped by a local run under shared HBM (xsim.moe.contention_model)",
                      choices=("auto", "roofline", "contention")),
@@ -60,7 +62,9 @@ PARAMS = {
                                choices=("tile", "kind")),
     "mainloop_pool": Param("str", "layer", "which records give a tile's mean mainloop and spread: layer (this very "
                            "layer's: shape, experts, top-k, tokens, EP; else as shape) or shape (every layer of "
-                           "this hidden and intermediate)", choices=("layer", "shape")),
+                           "this hidden and intermediate) or schedule (as layer, each schedule its own measured local mean "
+                           "and spread: a measured input, not a prediction of the schedules' difference)",
+                           choices=("layer", "shape", "schedule")),
     "mainloop_records": Param("str", "", "moe records file (default: calibration/records/<platform>-moe.jsonl)"),
     "tile_fixed_us": Param("us", 0.0, "roofline's fixed per-tile cost", minimum=0),
     "l2_epilogue_us": Param("us", -1.0, "fixed epilogue time before a Linear-2 tile's first store "
@@ -116,6 +120,11 @@ class Config:
         table = self.table(schedule) if table is None else table
         factors = self._factors(table)
         t_l1, t_l2 = self.t_l1_us, self.t_l2_us
+        own = {k: self.model.schedule_mainloop(self.shape, k, schedule) for k in ("l1", "l2")}
+        if p["mainloop_pool"] == "schedule" and self.prepass is None and all(own.values()):
+            cv = {k: own[k][1] if p["mainloop_cv"] < 0 else p["mainloop_cv"] for k in own}
+            factors = tile_factors(table.tiles, {L1: cv["l1"], L2: cv["l2"]}, p["spread_seed"])
+            t_l1, t_l2 = (own[k][0] + self.wait_overhead_us[k] for k in ("l1", "l2"))
         if self.prepass is not None and p["contention_detail"] == "tile":   # the spread is in it already
             factors, t_l1, t_l2 = self.context_mainloops_us(schedule), 1.0, 1.0
         elif self.prepass is not None:
@@ -223,6 +232,8 @@ def simulate(params: dict, platform: Platform, engine: str = "fast", trace: bool
         table = cfg.table(schedule)
         result = run(cfg.workload(schedule, table), engine=engine, trace=trace)
         out[schedule] = metrics.summarize(result, params["kernel_overhead_us"])
+        if params["spread_seeds"] > 1:
+            _average_seeds(out[schedule], params, platform, engine, mainloop_records, mainloops_us, schedule)
         if len(schedules) > 1:
             local[schedule] = cfg.locality(table, result)
     summary = _header(cfg)
@@ -232,6 +243,23 @@ def simulate(params: dict, platform: Platform, engine: str = "fast", trace: bool
         summary["selector"] = selector.pick(out["wave"]["kernel_us"], out["interleaved"]["kernel_us"],
                                             local["wave"], local["interleaved"]).to_dict()
     return result, summary
+
+
+def _average_seeds(summary: dict, params: dict, platform: Platform, engine: str, mainloop_records,
+                   mainloops_us, schedule: str) -> None:
+    """``spread_seeds`` > 1: the schedule's kernel time is the mean over that many spread seeds
+    (the first seed's run gives the distributions); each seed's time in ``kernel_us_per_seed``."""
+    from xsim.des import simulate as run
+
+    times = [summary["kernel_us"]]
+    for seed in range(params["spread_seed"] + 1, params["spread_seed"] + params["spread_seeds"]):
+        cfg = Config({**params, "spread_seed": seed}, platform, mainloop_records)
+        if mainloops_us is not None:
+            cfg.t_l2_us, cfg.t_l1_us = mainloops_us
+        result = run(cfg.workload(schedule), engine=engine, trace=False)
+        times.append(result.makespan_us + params["kernel_overhead_us"])
+    summary["kernel_us_per_seed"] = times
+    summary["kernel_us"] = float(np.mean(times))
 
 
 def summarize(result, params: dict) -> dict:

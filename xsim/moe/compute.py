@@ -83,6 +83,7 @@ class MainloopModel:
     records: list = field(default_factory=list, repr=False, compare=False)  # the parsed records used
     layers: dict = field(default_factory=dict)  # shape key + LAYER_KEYS -> mean mainloop us (pool "layer")
     layer_spreads: dict = field(default_factory=dict)  # the same keys -> CV
+    by_schedule: dict = field(default_factory=dict)  # layer key + (schedule,) -> (mean us, CV) (pool "schedule")
 
     def overhead_us(self, shape: MoEShape, kind: str, name: str) -> float:
         """A measured per-tile cost outside the mainloop (0 without records): ``wait_us`` (before
@@ -126,6 +127,11 @@ class MainloopModel:
         if self._layer_key(shape, kind) in self.layer_spreads:
             return self.layer_spreads[self._layer_key(shape, kind)]
         return self.spreads.get(self._shape_key(shape, kind), self.spreads.get(self._key(shape, kind), 0.0))
+
+    def schedule_mainloop(self, shape: MoEShape, kind: str, schedule: str) -> tuple[float, float] | None:
+        """Pool "schedule": (mean mainloop us, CV) of this layer's records of this very schedule
+        (None without one)."""
+        return self.by_schedule.get(self._layer_key(shape, kind) + (schedule,))
 
     def _layer_key(self, shape: MoEShape, kind: str) -> tuple:
         return self._shape_key(shape, kind) + (shape.experts, shape.topk, shape.tokens, shape.ep)
@@ -252,7 +258,7 @@ def fit_spreads(records: list[dict]) -> dict:
 
 
 LAYER_KEYS = ("experts", "topk", "tokens", "ep")
-POOLS = ("layer", "shape")
+POOLS = ("layer", "shape", "schedule")
 
 
 @lru_cache(maxsize=256)
@@ -275,9 +281,10 @@ def _record_layer(rec: dict) -> tuple | None:
     return scenario_layer(p["config"]) if isinstance(p.get("config"), str) else None
 
 
-def fit_layers(records: list[dict]) -> tuple[dict, dict]:
+def fit_layers(records: list[dict], by: tuple = ()) -> tuple[dict, dict]:
     """(means, CVs) keyed by the shape key + (experts, topk, tokens, ep): as :func:`fit_shapes` and
-    :func:`fit_spreads`, over the preferred records of the very layer (every routing and schedule)."""
+    :func:`fit_spreads`, over the preferred records of the very layer (every routing and schedule;
+    ``by``: record params that key them too, e.g. ``("schedule",)``)."""
     means: dict[tuple, list[float]] = {}
     cvs: dict[tuple, list[float]] = {}
     for rec in preferred(records):
@@ -285,7 +292,9 @@ def fit_layers(records: list[dict]) -> tuple[dict, dict]:
         layer = _record_layer(rec) if "hidden" in p and "intermediate" in p else None
         if layer is None or "mean" not in st:
             continue
-        key = _key_of(rec) + (int(p["hidden"]), int(p["intermediate"])) + layer
+        if not all(k in p for k in by):
+            continue
+        key = _key_of(rec) + (int(p["hidden"]), int(p["intermediate"])) + layer + tuple(p[k] for k in by)
         means.setdefault(key, []).append(float(st["mean"]))
         if "p10" in st and "p90" in st and st["mean"] > 0:
             cvs.setdefault(key, []).append(spread_cv(float(st["p10"]), float(st["p90"]), float(st["mean"])))
@@ -335,7 +344,9 @@ def mainloop_model(platform_name: str, sms: int, records_path: str = "", use_rec
                    fixed_us: float = 0.0, records: list[dict] | None = None, pool: str = "layer") -> MainloopModel:
     """The compute model for a platform: the given records (parsed), else its shipped (or given)
     moe records file, else the roofline. ``pool``: "layer" (records of the very layer first, then
-    of the very shape) or "shape" (the very shape only, every layer of it pooled)."""
+    of the very shape), "shape" (the very shape only, every layer of it pooled) or "schedule" (as
+    layer, and :meth:`MainloopModel.schedule_mainloop` gives each schedule's own: a measured input,
+    not a prediction of the schedules' difference)."""
     if pool not in POOLS:
         raise ValueError(f'"pool" must be one of {", ".join(POOLS)}, got {pool!r}')
     source = ""
@@ -349,10 +360,12 @@ def mainloop_model(platform_name: str, sms: int, records_path: str = "", use_rec
     try:
         fits, overheads, outside = fit_records(records), fit_overheads(records), fit_kernel_outside_us(records)
         shapes, spreads = fit_shapes(records), fit_spreads(records)
-        layers, layer_spreads = fit_layers(records) if pool == "layer" else ({}, {})
+        layers, layer_spreads = fit_layers(records) if pool != "shape" else ({}, {})
+        means, cvs = fit_layers(records, ("schedule",)) if pool == "schedule" else ({}, {})
+        by_schedule = {k: (v, cvs.get(k, 0.0)) for k, v in means.items()}
     except (KeyError, TypeError, AttributeError) as exc:  # a record of another shape: one line upstream
         raise ValueError(f"moe records {source or 'given'}: a mainloop record lacks or mistypes {exc}") from None
     return MainloopModel(peaks=peaks_for(platform_name), sms=sms, fits=fits, fixed_us=fixed_us,
                          records_file=source if fits else "", overheads=overheads, kernel_outside_us=outside,
                          shapes=shapes, spreads=spreads, records=records, layers=layers,
-                         layer_spreads=layer_spreads)
+                         layer_spreads=layer_spreads, by_schedule=by_schedule)
