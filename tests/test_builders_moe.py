@@ -112,3 +112,16 @@ def test_mainloop_pool_schedule_gives_each_schedule_its_measured_mainloops(capsy
     # the shipped fused-local records: qwen3.5's wave L1 mainloops are ~19 % longer than the interleaved ones
     assert outs["schedule"]["wave"]["kernel_us"] > outs["layer"]["wave"]["kernel_us"]
     assert outs["schedule"]["speedup"] > outs["layer"]["speedup"]
+
+
+def test_combine_rate_scale_slows_a_link_bound_kernel(capsys):
+    base = ["simulate", "moe1-qwen3-30b-fp8-balanced-4096", "--set", "tokens=1024", "--engine", "fast",
+            "--platform", "h200-pcie-host", "--json", "--set", "schedule=interleaved"]
+    code, out, _ = run(capsys, *base)
+    shipped = json.loads(out)
+    code2, out2, _ = run(capsys, *base, "--set", "combine_rate_scale=0.5")
+    half = json.loads(out2)
+    assert code == code2 == 0
+    # link-bound: the Combine's bytes over half the rate take nearly twice as long
+    assert half["kernel_us"] > 1.6 * shipped["kernel_us"]
+    assert half["closed_form"]["drain_rate_gbps"] == pytest.approx(shipped["closed_form"]["drain_rate_gbps"] / 2)

@@ -65,6 +65,9 @@ PARAMS = {
                            "this hidden and intermediate) or schedule (as layer, each schedule its own measured local mean "
                            "and spread: a measured input, not a prediction of the schedules' difference)",
                            choices=("layer", "shape", "schedule")),
+    "combine_rate_scale": Param("float", 1.0, "the link's drain rate for the Combine's stores over the profile's "
+                                "(a what-if: the profile's rate is the microbenchmark's contiguous bursts; the "
+                                "Combine stores 2 x block_n2-byte row segments)", minimum=1e-3),
     "mainloop_records": Param("str", "", "moe records file (default: calibration/records/<platform>-moe.jsonl)"),
     "tile_fixed_us": Param("us", 0.0, "roofline's fixed per-tile cost", minimum=0),
     "l2_epilogue_us": Param("us", -1.0, "fixed epilogue time before a Linear-2 tile's first store "
@@ -81,7 +84,7 @@ class Config:
     """Everything a MoE run derives from its params once: shape, layout, compute times."""
 
     def __init__(self, params: dict, platform: Platform, mainloop_records: list[dict] | None = None):
-        self.params, self.platform = params, platform
+        self.params, self.platform = params, _scaled_link(platform, params["combine_rate_scale"])
         self.shape = MoEShape(hidden=params["hidden"], intermediate=params["intermediate"],
                               experts=params["experts"], topk=params["topk"], tokens=params["tokens"],
                               ep=params["ep"], precision=params["precision"], block_m=params["block_m"],
@@ -165,6 +168,16 @@ class Config:
         key = "b200" if self.platform.name.startswith("paper") else "h200"
         capacity = self.params["l2_cache_bytes"] or selector.L2_CACHE_BYTES[key]
         return selector.locality(self.shape, table.tiles, result, capacity, self.model.peaks["hbm_tbps"])
+
+
+def _scaled_link(platform: Platform, scale: float) -> Platform:
+    """The platform with its drain rates times ``scale`` (1: the platform itself)."""
+    if scale == 1.0:
+        return platform
+    from dataclasses import replace
+
+    link = None if platform.link_drain_rate_gbps is None else platform.link_drain_rate_gbps * scale
+    return replace(platform, drain_rate_gbps=platform.drain_rate_gbps * scale, link_drain_rate_gbps=link)
 
 
 def prepass(cfg: Config):
@@ -288,6 +301,7 @@ def predict(params: dict, platform: Platform, mainloop_records: list[dict] | Non
     ``mainloops_us`` (T_L2, T_L1) replaces the compute model's times (e.g. measured ones).
     """
     cfg = Config(params, platform, mainloop_records)
+    platform = cfg.platform
     t_l2, t_l1 = mainloops_us if mainloops_us is not None else (cfg.t_l2_us, cfg.t_l1_us)
     shape, k = cfg.shape, cfg.n_streams
     remote = mblock_remote_rows(shape, cfg.layout)
