@@ -159,6 +159,95 @@ def _softmax_step(qk, m_i, l_i, acc, qk_scale):
 
 
 @triton.jit
+def _load_kv(desc, ptr, kv_ptrs, row, UPCAST: tl.constexpr, TMA: tl.constexpr):
+    if TMA:
+        x = desc.load([row, 0])                            # [BLOCK_N, D]
+    else:
+        x = tl.load(ptr + kv_ptrs)
+    if UPCAST:
+        x = x.to(tl.float32)
+    return x
+
+
+@triton.jit
+def _pace_step(j, stage_ptr, remote_ptr, pend_off, pend, pace_stride, row_stride, offs_c,
+               offs_d, D: tl.constexpr, PACE: tl.constexpr, CHUNK: tl.constexpr,
+               BRANCH: tl.constexpr):
+    # After KV step j: one row chunk of the previous (staged) tile every pace_stride steps.
+    c = j // pace_stride
+    do = (pend != 0) & (j % pace_stride == 0) & (c < PACE)
+    if BRANCH:   # a uniform branch: the other KV steps run no chunk code
+        if do:
+            _store_chunk(stage_ptr, remote_ptr, pend_off, c, do, row_stride, offs_c,
+                         offs_d, CHUNK, D, False)
+    else:
+        _store_chunk(stage_ptr, remote_ptr, pend_off, c, do, row_stride, offs_c, offs_d,
+                     CHUNK, D)
+
+
+@triton.jit
+def _pack(p, dtype, UPCAST: tl.constexpr):
+    # P in the MMA's input type, carried across the loop as raw 16-bit integers: a bf16
+    # tensor carried as such is put in shared memory by Triton (then its wgmma is not async).
+    if UPCAST:
+        return p
+    return p.to(dtype).to(tl.int16, bitcast=True)
+
+
+@triton.jit
+def _unpack(p, dtype, UPCAST: tl.constexpr):
+    if UPCAST:
+        return p
+    return p.to(dtype, bitcast=True)
+
+
+@triton.jit
+def _qloop_swp(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n, offs_d,
+               qk_scale, stage_ptr, remote_ptr, pend_off, pend, pace_stride, row_stride, offs_c,
+               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr,
+               UPCAST: tl.constexpr, TMA: tl.constexpr, PACE: tl.constexpr,
+               CHUNK: tl.constexpr, BRANCH: tl.constexpr):
+    # Software-pipelined by one KV step (FA3's intra-warpgroup overlap): iteration j issues
+    # S_j = Q K_j^T (waited at once), rescales acc, issues P_{j-1} V_{j-1} and runs the softmax
+    # of S_j while that wgmma is still on the tensor cores. Its result is only carried to the
+    # next iteration, so Triton keeps it async (waited by the next S's wait). Same arithmetic
+    # as _qloop: acc_j = acc_{j-1} * alpha_{j-1} + P_{j-1} V_{j-1}, P_j at the row max m_j.
+    kv_ptrs = kv_base + offs_n[:, None].to(tl.int64) * D + offs_d[None, :]
+    k = _load_kv(desc_k, k_ptr, kv_ptrs, kv_row0, UPCAST, TMA)
+    qk = tl.dot(q, tl.trans(k))
+    m_i = tl.max(qk, 1) * qk_scale
+    p = tl.math.exp2(qk * qk_scale - m_i[:, None])
+    l_i = tl.sum(p, 1)
+    p = _pack(p, q.dtype, UPCAST)                          # carried as 16-bit integers
+    alpha = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
+    acc = tl.zeros([BLOCK_M, D], dtype=tl.float32)
+    row = kv_row0
+    for start_n in range(BLOCK_N, seq, BLOCK_N):
+        k = _load_kv(desc_k, k_ptr, kv_ptrs + BLOCK_N * D, row + BLOCK_N, UPCAST, TMA)
+        qk = tl.dot(q, tl.trans(k))                        # S_j (its wait also ends PV_{j-2})
+        acc = acc * alpha[:, None]
+        v = _load_kv(desc_v, v_ptr, kv_ptrs, row, UPCAST, TMA)
+        acc = tl.dot(_unpack(p, q.dtype, UPCAST), v, acc)  # + P_{j-1} V_{j-1}, left in flight
+        m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+        p = tl.math.exp2(qk * qk_scale - m_ij[:, None])
+        alpha = tl.math.exp2(m_i - m_ij)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        p = _pack(p, q.dtype, UPCAST)
+        m_i = m_ij
+        if PACE > 0:
+            _pace_step(start_n // BLOCK_N - 1, stage_ptr, remote_ptr, pend_off, pend,
+                       pace_stride, row_stride, offs_c, offs_d, D, PACE, CHUNK, BRANCH)
+        kv_ptrs += BLOCK_N * D
+        row += BLOCK_N
+    v = _load_kv(desc_v, v_ptr, kv_ptrs, row, UPCAST, TMA)
+    acc = tl.dot(_unpack(p, q.dtype, UPCAST), v, acc * alpha[:, None])
+    if PACE > 0:
+        _pace_step(seq // BLOCK_N - 1, stage_ptr, remote_ptr, pend_off, pend, pace_stride,
+                   row_stride, offs_c, offs_d, D, PACE, CHUNK, BRANCH)
+    return acc / l_i[:, None]
+
+
+@triton.jit
 def _qloop(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n, offs_d, qk_scale,
            stage_ptr, remote_ptr, pend_off, pend, pace_stride, row_stride, offs_c,
            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr,
@@ -170,32 +259,14 @@ def _qloop(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n, offs_
     kv_ptrs = kv_base + offs_n[:, None].to(tl.int64) * D + offs_d[None, :]
     row = kv_row0
     for start_n in range(0, seq, BLOCK_N):
-        if TMA:
-            k = desc_k.load([row, 0])                      # [BLOCK_N, D]
-        else:
-            k = tl.load(k_ptr + kv_ptrs)
-        if UPCAST:
-            k = k.to(tl.float32)
+        k = _load_kv(desc_k, k_ptr, kv_ptrs, row, UPCAST, TMA)
         qk = tl.dot(q, tl.trans(k))                        # [BLOCK_M, BLOCK_N] fp32
         p, m_i, l_i, acc = _softmax_step(qk, m_i, l_i, acc, qk_scale)
-        if TMA:
-            v = desc_v.load([row, 0])                      # [BLOCK_N, D]
-        else:
-            v = tl.load(v_ptr + kv_ptrs)
-        if UPCAST:
-            v = v.to(tl.float32)
+        v = _load_kv(desc_v, v_ptr, kv_ptrs, row, UPCAST, TMA)
         acc = tl.dot(p.to(v.dtype), v, acc)
-        if PACE > 0:   # one row chunk of the previous (staged) tile every pace_stride steps
-            j = start_n // BLOCK_N
-            c = j // pace_stride
-            do = (pend != 0) & (j % pace_stride == 0) & (c < PACE)
-            if BRANCH:   # a uniform branch: the other KV steps run no chunk code
-                if do:
-                    _store_chunk(stage_ptr, remote_ptr, pend_off, c, do, row_stride, offs_c,
-                                 offs_d, CHUNK, D, False)
-            else:
-                _store_chunk(stage_ptr, remote_ptr, pend_off, c, do, row_stride, offs_c, offs_d,
-                             CHUNK, D)
+        if PACE > 0:
+            _pace_step(start_n // BLOCK_N, stage_ptr, remote_ptr, pend_off, pend, pace_stride,
+                       row_stride, offs_c, offs_d, D, PACE, CHUNK, BRANCH)
         kv_ptrs += BLOCK_N * D
         row += BLOCK_N
     return acc / l_i[:, None]
@@ -209,7 +280,8 @@ def fa_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, remote_ptr, stamps_ptr, flags_pt
                   MODE: tl.constexpr, FENCE: tl.constexpr, INSTR: tl.constexpr,
                   UPCAST: tl.constexpr, TMA: tl.constexpr, PACE: tl.constexpr,
                   CHUNK: tl.constexpr, ORDER: tl.constexpr, FLATTEN: tl.constexpr,
-                  WS: tl.constexpr, BRANCH: tl.constexpr, DELTA: tl.constexpr = False):
+                  WS: tl.constexpr, BRANCH: tl.constexpr, DELTA: tl.constexpr = False,
+                  SWP: tl.constexpr = False):
     pid = tl.program_id(0)
     offs_m = tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
@@ -237,9 +309,16 @@ def fa_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, remote_ptr, stamps_ptr, flags_pt
         q = tl.load(q_ptr + q_rows)
         if UPCAST:
             q = q.to(tl.float32)
-        o_tile = _qloop(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n, offs_d,
-                        qk_scale, my_stage, remote_ptr, pend_off, pend, pace_stride, row_stride,
-                        offs_c, BLOCK_M, BLOCK_N, D, UPCAST, TMA, PACE, CHUNK, BRANCH)
+        if SWP:
+            o_tile = _qloop_swp(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n,
+                                offs_d, qk_scale, my_stage, remote_ptr, pend_off, pend,
+                                pace_stride, row_stride, offs_c, BLOCK_M, BLOCK_N, D, UPCAST,
+                                TMA, PACE, CHUNK, BRANCH)
+        else:
+            o_tile = _qloop(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n,
+                            offs_d, qk_scale, my_stage, remote_ptr, pend_off, pend, pace_stride,
+                            row_stride, offs_c, BLOCK_M, BLOCK_N, D, UPCAST, TMA, PACE, CHUNK,
+                            BRANCH)
         o_tile = o_tile.to(out_ptr.dtype.element_ty)
         if INSTR:
             _stamp(stamps_ptr, tile, 1)
