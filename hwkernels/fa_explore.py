@@ -20,6 +20,7 @@ import time
 
 import numpy as np
 
+from . import fa_sass
 from .fa import FAShape
 from .fa_bench import _host_view, host_bytes_for, measure_variant, slots_for
 from .fa_variants import Case, KernelConfig
@@ -40,7 +41,8 @@ FA_CONFIGS = {
     "bm64x2s3w8": (64, 64, 8, 3, True, 2, False, False, False),
     "wsbm64x2": (64, 64, 4, 3, True, 2, False, True, False),
     "base2": (128, 128, 8, 2, True, 1, False, False, False),
-    # software-pipelined Q-loop; at b_n = 128 it needs one more V buffer: 3 stages = 262 KB
+    # software-pipelined Q-loop (one more V buffer: at b_n = 128, 3 stages = 262 KB; and P of
+    # the previous step held through the softmax: at b_m = b_n = 128, 255 registers + spills)
     "swp2": (128, 128, 8, 2, True, 1, False, False, True),
     "swpn64s3": (128, 64, 8, 3, True, 1, False, False, True),
     "swpn64s4": (128, 64, 8, 4, True, 1, False, False, True),
@@ -53,6 +55,9 @@ PACED = {"p1": (1, True, "remote-first", True), "p2": (2, True, "remote-first", 
          "p16": (16, True, "remote-first", True), "p8def": (8, True, "default", True),
          "p8con": (8, False, "remote-first", True), "p8m": (8, True, "remote-first", False),
          "p16m": (16, True, "remote-first", False)}
+
+
+_SASS: dict = {}   # id(compiled kernel) -> (kernel, fa_sass.inspect_cubin of it)
 
 
 def _shape(m, bm=128, bn=128, tokens=4096):
@@ -72,6 +77,12 @@ def _point(shape, cfg, host, programs, variant, repeats, instrument=True) -> dic
     if k is not None:
         res.update(n_regs=getattr(k, "n_regs", None), n_spills=getattr(k, "n_spills", None),
                    shared=getattr(getattr(k, "metadata", None), "shared", None))
+        try:   # the SASS of the kernel that ran: softmax under P V? wgmma A registers held?
+            if id(k) not in _SASS:
+                _SASS[id(k)] = (k, fa_sass.inspect_cubin(k.asm["cubin"]))
+            res.update(_SASS[id(k)][1])
+        except Exception as exc:  # noqa: BLE001 - reported, the point stands
+            res["sass_error"] = f"{type(exc).__name__}: {exc}"[:200]
     if m.ok:
         for name, s in m.stats.items():
             res[name] = s.median
@@ -174,6 +185,7 @@ def summary(rows) -> str:
                      f" span={r.get('issue_span_us', np.nan):.2f} p90={r.get('issue_span_us_p90', np.nan):.2f}")
         lines.append(f"{r['section']:>4} {r.get('fa_cfg', '')} M={r['M']:>6} {r['name']:>9} ok={r.get('ok')} t={t:9.1f}"
                      f" regs={r.get('n_regs')} spills={r.get('n_spills')} smem={r.get('shared')}"
+                     f" ovl={r.get('mufu_under_pv')} haz={r.get('rs_hazards')}"
                      f"{extra} {r.get('error', '')[:160]}")
     return "\n".join(lines)
 

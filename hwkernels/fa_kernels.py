@@ -195,6 +195,25 @@ def _pack(p, dtype, UPCAST: tl.constexpr):
 
 
 @triton.jit
+def _hold(p_new, p_old, zero16, l_i, UPCAST: tl.constexpr):
+    # Returns p_new once this warpgroup's wgmma P_{j-1} V_{j-1} is complete, with a read of
+    # p_old after that wait: the registers of P_{j-1}, which the wgmma reads asynchronously,
+    # stay allocated to it until then (ptxas does not protect a wgmma's A registers, and
+    # Triton's waits hold only its accumulator). The wait is predicated on the row sums l_i
+    # (the softmax's last result; the predicate is true at run time), so it is not hoisted
+    # above the softmax. zero16 is 0 at run time, unknown to the compiler, so neither the
+    # predicate nor the read of p_old can be folded: $0 = ($2 & $3) ^ $1 per 32-bit register.
+    if UPCAST:
+        return p_new
+    return tl.inline_asm_elementwise(
+        "{\n\t.reg .pred q;\n\t.reg .b32 t;\n\tand.b32 t, $4, $3;\n\t"
+        "setp.eq.b32 q, t, 0;\n\t@q wgmma.wait_group.sync.aligned 0;\n\t"
+        "lop3.b32 $0, $2, $3, $1, 0x6A;\n\t}", "=r,r,r,r,r,r",
+        [p_new, p_old, zero16, tl.broadcast_to(l_i[:, None], p_new.shape)], dtype=tl.int16,
+        is_pure=False, pack=2)
+
+
+@triton.jit
 def _unpack(p, dtype, UPCAST: tl.constexpr):
     if UPCAST:
         return p
@@ -221,6 +240,7 @@ def _qloop_swp(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n, o
     p = _pack(p, q.dtype, UPCAST)                          # carried as 16-bit integers
     alpha = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
     acc = tl.zeros([BLOCK_M, D], dtype=tl.float32)
+    zero16 = (tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.int32) + (seq >> 31)).to(tl.int16)
     row = kv_row0
     for start_n in range(BLOCK_N, seq, BLOCK_N):
         k = _load_kv(desc_k, k_ptr, kv_ptrs + BLOCK_N * D, row + BLOCK_N, UPCAST, TMA)
@@ -229,10 +249,10 @@ def _qloop_swp(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n, o
         v = _load_kv(desc_v, v_ptr, kv_ptrs, row, UPCAST, TMA)
         acc = tl.dot(_unpack(p, q.dtype, UPCAST), v, acc)  # + P_{j-1} V_{j-1}, left in flight
         m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
-        p = tl.math.exp2(qk * qk_scale - m_ij[:, None])
+        p_new = tl.math.exp2(qk * qk_scale - m_ij[:, None])
         alpha = tl.math.exp2(m_i - m_ij)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        p = _pack(p, q.dtype, UPCAST)
+        l_i = l_i * alpha + tl.sum(p_new, 1)
+        p = _hold(_pack(p_new, q.dtype, UPCAST), p, zero16, l_i, UPCAST)
         m_i = m_ij
         if PACE > 0:
             _pace_step(start_n // BLOCK_N - 1, stage_ptr, remote_ptr, pend_off, pend,
