@@ -168,7 +168,7 @@ def launch_fa(q, k, v, shape: FAShape, mode: int, out=None, bufs: OwnerBuffers |
     write `bufs`. stamps (int64 [n_tiles, 6]) turns the per-tile instrumentation on. mode 3
     (paced) needs pace (row chunks per tile, one of PACES) and `stage` (>= programs * b_m * d
     elements of the output dtype, HBM). swp: the Q-loop software-pipelined by one KV step
-    (fa_kernels._qloop_swp). Returns Triton's handle of the compiled kernel."""
+    (fa_qloop._qloop_swp). Returns Triton's handle of the compiled kernel."""
     from .fa_kernels import fa_fwd_kernel
 
     upcast = _interpreter_compat()

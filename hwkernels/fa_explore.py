@@ -26,7 +26,7 @@ from .fa_bench import _host_view, host_bytes_for, measure_variant, slots_for
 from .fa_variants import Case, KernelConfig
 
 # name: (block_m, block_n, warps, stages, tma, CTAs per SM (0: one program per tile), flatten, ws,
-#        swp: the Q-loop software-pipelined by one KV step, fa_kernels._qloop_swp)
+#        swp: the Q-loop software-pipelined by one KV step, fa_qloop._qloop_swp)
 FA_CONFIGS = {
     "base": (128, 128, 8, 3, True, 1, False, False, False),
     "flat": (128, 128, 8, 3, True, 1, True, False, False),

@@ -6,7 +6,7 @@
 Two facts per kernel, both about the P V wgmma (A operand P in registers, "RS"):
   mufu_under_pv  the most MUFU.EX2 (the softmax's exp2) issued between an RS wgmma and the next
                  WARPGROUP.DEPBAR: > 0 means the softmax runs while P V is on the tensor cores
-                 (the software-pipelined Q-loop, fa_kernels._qloop_swp); 0 means they alternate.
+                 (the software-pipelined Q-loop, fa_qloop._qloop_swp); 0 means they alternate.
   rs_hazards     RS wgmma whose A registers are written before the next WARPGROUP.DEPBAR (a
                  linear scan that follows one backward branch, the loop's back-edge): the wgmma
                  reads them asynchronously, so such a kernel computes garbage (seen: inf).
