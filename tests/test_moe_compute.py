@@ -158,6 +158,6 @@ def test_the_schedule_pool_gives_each_schedule_its_own_mean_and_spread():
     assert model.schedule_mainloop(SHAPE, "l2", "wave")[0] == pytest.approx(6.0)
     assert model.l2_us(SHAPE) == pytest.approx(7.0)                     # the pooled mean is still the layer's
     assert model.schedule_mainloop(SHAPE, "l1", "wave") is None
-    assert mainloop_model("x", 132, records=recs).schedule_mainloop(SHAPE, "l2", "wave") is None   # pool layer
+    assert mainloop_model("x", 132, records=recs).schedule_mainloop(SHAPE, "l2", "wave")[0] == pytest.approx(6.0)
     with pytest.raises(ValueError, match='"pool" must be one of'):
         mainloop_model("x", 132, records=recs, pool="config")

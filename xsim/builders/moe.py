@@ -55,8 +55,11 @@ PARAMS = {
     "hbm_tbps": Param("float", -1.0, "compute = contention: HBM bandwidth, TB/s (<= 0: the GPU's roofline figure)"),
     "hbm_share": Param("str", "fair", "compute = contention: how running mainloops share HBM (max-min fair, or "
                        "by the bytes a pipeline stage keeps in flight)", choices=("fair", "inflight")),
-    "contention_anchor": Param("str", "mean", "compute = contention: mean (scale to the records' means) or none",
-                               choices=("mean", "none")),
+    "contention_anchor": Param("str", "mean", "compute = contention: mean (scale to the records' means), schedule "
+                               "(each schedule to its own fused-local means: a measured input, as mainloop_pool = "
+                               "schedule) or none", choices=("mean", "schedule", "none")),
+    "contention_spread": Param("str", "compute", "compute = contention: the per-tile spread on the tensor-core time "
+                               "only (compute) or on the bytes too (work)", choices=("compute", "work")),
     "contention_detail": Param("str", "tile", "compute = contention: tile (each tile its mainloop in context) or "
                                "kind (each schedule's kind its mean in context, times the spread as auto)",
                                choices=("tile", "kind")),
@@ -191,8 +194,11 @@ def prepass(cfg: Config):
     costs = cm.FixedCosts(cfg.wait_overhead_us["l1"], cfg.wait_overhead_us["l2"], cfg.l1_epilogue_us,
                           cfg.l2_epilogue_us, cfg.prologue_us)
     means = {k: getattr(cfg, f"t_{k}_us") - cfg.wait_overhead_us[k] for k in ("l1", "l2")}
+    if p["contention_anchor"] == "schedule":
+        own = {name: {k: cfg.model.schedule_mainloop(cfg.shape, k, name) for k in ("l1", "l2")} for name in SCHEDULES}
+        means = {name: {k: v[0] for k, v in m.items()} for name, m in own.items() if all(m.values())}
     return cm.Prepass(cfg.shape, cfg.layout.mblock_valid_rows(), cm.calibrate_compute_us(records, hbm, cfg.n_streams),
-                      costs, means, hbm, p["hbm_share"], p["contention_anchor"])
+                      costs, means, hbm, p["hbm_share"], p["contention_anchor"], p["contention_spread"])
 
 
 def load_table(path: str, shape: MoEShape, layout) -> TileTable:

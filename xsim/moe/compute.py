@@ -83,7 +83,7 @@ class MainloopModel:
     records: list = field(default_factory=list, repr=False, compare=False)  # the parsed records used
     layers: dict = field(default_factory=dict)  # shape key + LAYER_KEYS -> mean mainloop us (pool "layer")
     layer_spreads: dict = field(default_factory=dict)  # the same keys -> CV
-    by_schedule: dict = field(default_factory=dict)  # layer key + (schedule,) -> (mean us, CV) (pool "schedule")
+    by_schedule: dict = field(default_factory=dict)  # layer key + (schedule,) -> (mean us, CV)
 
     def overhead_us(self, shape: MoEShape, kind: str, name: str) -> float:
         """A measured per-tile cost outside the mainloop (0 without records): ``wait_us`` (before
@@ -129,8 +129,8 @@ class MainloopModel:
         return self.spreads.get(self._shape_key(shape, kind), self.spreads.get(self._key(shape, kind), 0.0))
 
     def schedule_mainloop(self, shape: MoEShape, kind: str, schedule: str) -> tuple[float, float] | None:
-        """Pool "schedule": (mean mainloop us, CV) of this layer's records of this very schedule
-        (None without one)."""
+        """(mean mainloop us, CV) of this layer's records of this very schedule (None without one;
+        the builder uses them with ``mainloop_pool = schedule`` or ``contention_anchor = schedule``)."""
         return self.by_schedule.get(self._layer_key(shape, kind) + (schedule,))
 
     def _layer_key(self, shape: MoEShape, kind: str) -> tuple:
@@ -345,8 +345,9 @@ def mainloop_model(platform_name: str, sms: int, records_path: str = "", use_rec
     """The compute model for a platform: the given records (parsed), else its shipped (or given)
     moe records file, else the roofline. ``pool``: "layer" (records of the very layer first, then
     of the very shape), "shape" (the very shape only, every layer of it pooled) or "schedule" (as
-    layer, and :meth:`MainloopModel.schedule_mainloop` gives each schedule's own: a measured input,
-    not a prediction of the schedules' difference)."""
+    layer, and each schedule's own mean and spread, :meth:`MainloopModel.schedule_mainloop`, replace
+    them in the builder: a measured input, not a prediction of the schedules' difference; the
+    per-schedule means are there with every pool, for ``contention_anchor = schedule``)."""
     if pool not in POOLS:
         raise ValueError(f'"pool" must be one of {", ".join(POOLS)}, got {pool!r}')
     source = ""
@@ -361,7 +362,7 @@ def mainloop_model(platform_name: str, sms: int, records_path: str = "", use_rec
         fits, overheads, outside = fit_records(records), fit_overheads(records), fit_kernel_outside_us(records)
         shapes, spreads = fit_shapes(records), fit_spreads(records)
         layers, layer_spreads = fit_layers(records) if pool != "shape" else ({}, {})
-        means, cvs = fit_layers(records, ("schedule",)) if pool == "schedule" else ({}, {})
+        means, cvs = fit_layers(records, ("schedule",))
         by_schedule = {k: (v, cvs.get(k, 0.0)) for k, v in means.items()}
     except (KeyError, TypeError, AttributeError) as exc:  # a record of another shape: one line upstream
         raise ValueError(f"moe records {source or 'given'}: a mainloop record lacks or mistypes {exc}") from None
