@@ -43,6 +43,10 @@ VARIANTS = [   # (name, builder params, gate mode or None, quick)
     ("gate mode stall, seeds 0-3", SEEDS4, "stall", False),
     ("compute = contention, seed 0", {"compute": "contention"}, None, False),
     ("combine_rate_scale = 0.96 (sensitivity), seeds 0-3", {**SEEDS4, "combine_rate_scale": 0.96}, None, False),
+    ("contention, spread on the bytes too, seed 0", {"compute": "contention", "contention_spread": "work"}, None,
+     False),
+    ("contention anchored per schedule, spread on the bytes too, seeds 0-3",
+     {**SEEDS4, "compute": "contention", "contention_anchor": "schedule", "contention_spread": "work"}, None, False),
 ]
 
 
