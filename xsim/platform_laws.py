@@ -7,6 +7,7 @@ numbers and raise :class:`ProfileError` (re-exported by :mod:`xsim.platform`).
 from __future__ import annotations
 
 import math
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -102,16 +103,21 @@ class IssueModel:
 
 @dataclass(frozen=True)
 class CapacityModel:
-    """Effective outstanding capacity Q(K) = min(shared_bytes + K * per_producer_bytes, max_bytes).
+    """Effective outstanding capacity Q(K) = min(shared_bytes + per_producer_bytes * K**exponent, max_bytes).
 
     Either bound may be ``None`` (absent); at least one must be given. ``shared_bytes`` (default
     0) is a part of the capacity that does not scale with the producers (measured on H200:
-    Q(K) is affine in K, docs/calibration.md); it needs ``per_producer_bytes``.
+    Q(K) is affine in K over NVLink, docs/calibration.md); it needs ``per_producer_bytes``.
+    ``exponent`` (default None: 1, the linear law) makes the producers' part a power law,
+    concave for exponent < 1 (over PCIe the knees grow by about the same amount per doubling
+    of K: each added CTA gets less staging, docs/calibration.md "Capacity"); it needs
+    ``per_producer_bytes`` (then the bytes of one producer).
     """
 
     max_bytes: float | None = None
     per_producer_bytes: float | None = None
     shared_bytes: float | None = None
+    exponent: float | None = None
 
     def __post_init__(self) -> None:
         if self.max_bytes is None and self.per_producer_bytes is None:
@@ -125,9 +131,20 @@ class CapacityModel:
                     or not math.isfinite(self.shared_bytes) \
                     or self.shared_bytes < 0:
                 raise ProfileError(f'"shared_bytes" must be a finite number >= 0, got {self.shared_bytes!r}')
+        if self.exponent is not None:
+            if self.per_producer_bytes is None:
+                raise ProfileError('"exponent" needs "per_producer_bytes"')
+            if not isinstance(self.exponent, (int, float)) or isinstance(self.exponent, bool) \
+                    or not math.isfinite(self.exponent) or not 0 < self.exponent <= 2:
+                raise ProfileError(f'"exponent" must be a number in (0, 2], got {self.exponent!r}')
 
     def capacity_bytes(self, producers: int) -> float:
         bounds = [b for b in (self.max_bytes,) if b is not None]
         if self.per_producer_bytes is not None:
-            bounds.append((self.shared_bytes or 0.0) + producers * self.per_producer_bytes)
+            scaled = producers if self.exponent is None else float(producers) ** self.exponent
+            bounds.append((self.shared_bytes or 0.0) + scaled * self.per_producer_bytes)
         return min(bounds)
+
+    def to_dict(self) -> dict:
+        """The profile's ``capacity`` object (``exponent`` only when set: older profiles unchanged)."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "exponent" or v is not None}
