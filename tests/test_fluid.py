@@ -29,7 +29,7 @@ def turn(s, now, scan_all):
 @pytest.mark.parametrize("scan_all", [True, False])
 def test_one_issue_fills_then_drains(scan_all):
     s = new_stage(10.0, 100.0, np.ones(2))
-    fluid.start(s.stage, s.count, s.fluid, s.status, s.lists, 0, 50.0, 20.0, 0.0, 0.0)
+    fluid.start(s.stage, s.count, s.fluid, s.status, s.lists, 0, 50.0, 20.0, 0.0)
     assert turn(s, 0.0, scan_all) == ([], 2.5)                    # the issue ends first (the boundary at 10 us)
     assert s.status[Status.MODE, 0] == MIXED and s.stage[Stage.LEVEL] == 10.0
     assert s.fluid[Fluid.KFIN, 0] == 2.5 and s.fluid[Fluid.KBND, 0] == 10.0
@@ -60,7 +60,7 @@ def test_evaluate_follows_the_anchor_and_the_motion():
 @pytest.mark.parametrize("scan_all", [True, False])
 def test_fill_q_gives_every_producer_its_q_now(scan_all):
     s = new_stage(10.0, 100.0, np.ones(2))
-    fluid.start(s.stage, s.count, s.fluid, s.status, s.lists, 1, 50.0, 20.0, 0.0, 0.0)
+    fluid.start(s.stage, s.count, s.fluid, s.status, s.lists, 1, 50.0, 20.0, 0.0)
     turn(s, 0.0, scan_all)
     fluid.advance(s.stage, 1.0)
     fluid.fill_q(s.stage, s.count, s.fluid, s.lists, 2, 1.0, scan_all)

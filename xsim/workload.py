@@ -27,10 +27,7 @@ Per tile:
   tile the burst's number; left out, it is the tile's position in its stream.
 
 Per producer, ``producer_weight`` is its arbitration weight when the X-Stage is full (see
-:func:`xsim.des.water_fill.flows`); equal weights share the drain fairly. Per tile,
-``tile_weight`` (default all 0: none) > 0 replaces the producer's weight from that tile's issue
-start on (its earlier stores still outstanding drain at the new weight too: the drain serves a
-producer's FIFO, and every burst re-draws who is served first).
+:func:`xsim.des.water_fill.flows`); equal weights share the drain fairly.
 
 ``mainloop_loads``: the tiles' mainloops load memory, so a ``load_gate``
 (:class:`xsim.load_gate.LoadGate`, the platform's) holds each of them (with ``mainloop_us >
@@ -85,7 +82,6 @@ class Workload:
     signal_on_drain: np.ndarray = field(default=None)  # bool[T]: signal at drain end, not issue end
     producer_weight: np.ndarray = field(default=None)  # float64[P]: arbitration weight under backpressure
     mainloop_loads: bool = False       # mainloops load memory: the load gate holds them
-    tile_weight: np.ndarray = field(default=None)  # float64[T]: > 0: the producer's weight from this issue on
     load_gate: LoadGate | None = None  # the platform's load gate (None: mainloops never wait)
 
     def __post_init__(self) -> None:
@@ -119,10 +115,6 @@ class Workload:
             raise ValueError("signal_on_drain needs one entry per tile and producer_weight one per producer")
         if not np.all(self.producer_weight > 0):
             raise ValueError('"producer_weight" must be > 0 for every producer')
-        if self.tile_weight is None:
-            object.__setattr__(self, "tile_weight", np.zeros(n_tiles))
-        if len(self.tile_weight) != n_tiles or not np.all(self.tile_weight >= 0):
-            raise ValueError('"tile_weight" needs one entry >= 0 per tile')
         if self.burst_index is None:
             index = np.concatenate([np.arange(b - a) for a, b in zip(self.offsets[:-1], self.offsets[1:])]
                                    ) if n_tiles else np.zeros(0, np.int64)

@@ -55,8 +55,6 @@ PARAMS = {
     "barrier_fence": Param("bool", False, "the barrier fences before it arrives (__threadfence() then the "
                            "arrival atomic): a producer arrives its latency after its stores have drained"),
     "burst_spread": Param("bool", True, "draw the platform's per-burst arbitration spread for every aligned burst"),
-    "free_spread": Param("bool", False, "draw the per-burst arbitration spread for free-running bursts too "
-                         "(each burst's tile re-weights its CTA from its issue start on)"),
     "threads": Param("int", 0, "threads per producer CTA (0: the profile's reference count)", minimum=0),
 }
 
@@ -94,14 +92,6 @@ def build(params: dict, platform: Platform) -> Workload:
     if spread:
         backlog = b - platform.capacity_bytes(k) / k
         weights = (weights[:, None] * platform.arbitration.burst_factors(k, n, backlog)).T.ravel()
-    tile_weight = None
-    if not spread and not isolated and not params["aligned"] and params["free_spread"] \
-            and platform.arbitration is not None and platform.arbitration.burst_sigma > 0:
-        backlog = b - platform.capacity_bytes(k) / k
-        factors = platform.arbitration.burst_factors(k, n, backlog)        # [K, bursts]
-        burst_tile = np.zeros((k, n, m))
-        burst_tile[:, :, 0] = weights[:, None] * factors                   # role 0 is the burst
-        tile_weight = burst_tile.ravel()
     streams, per_stream = (k * n, m) if spread else (k, n * m)
     n_tiles = k * n * m
     return Workload(
@@ -116,7 +106,6 @@ def build(params: dict, platform: Platform) -> Workload:
         staging_depth=1 if isolated else params["staging_depth"],
         coupling="completion-coupled" if isolated else params["coupling"],
         producer_weight=weights,
-        tile_weight=tile_weight,
         **arrays,
     )
 

@@ -146,7 +146,7 @@ def issuer_run(s, p, now):
                 pi[p, ProducerI.LAST_REMOTE], pi[p, ProducerI.EVENT] = i, i
                 nbytes = tf[TileF.BYTES, i]
                 inject(s.xstages, pi[p, ProducerI.GPU], pi[p, ProducerI.COLUMN], i, nbytes,
-                       nbytes / tf[TileF.T_ISS0_US, i], now, q, tf[TileF.WEIGHT, i])
+                       nbytes / tf[TileF.T_ISS0_US, i], now, q)
                 return
             last = pi[p, ProducerI.LAST_REMOTE]
             if last >= 0 and ti[TileI.DRAINED, last] != DR_PROCESSED:

@@ -42,7 +42,7 @@ import numpy as np
 
 from xsim.des import event_queue
 from xsim.des.event_queue import Queue
-from xsim.des.fluid_state import new_stage, tile_weights
+from xsim.des.fluid_state import new_stage
 from xsim.des.jit import inline
 from xsim.des.layout import columns, layout, rows
 from xsim.workload import Workload
@@ -58,7 +58,7 @@ GATE_NONE, GATE_PRODUCER, GATE_LINK, GATE_FIFO = range(4)
 
 # per tile: TileTimes' fields in order (the results), the drain mark, the workload's float columns
 TileF = layout("TileF", "MAINLOOP_START MAINLOOP_END ISSUE_START ISSUE_END DRAIN_END STALL DEP_WAIT GATE_WAIT "
-                        "MARK MAINLOOP_US EPILOGUE_US BYTES T_ISS0_US RELEASE_US WEIGHT")
+                        "MARK MAINLOOP_US EPILOGUE_US BYTES T_ISS0_US RELEASE_US")
 N_TIMES = TileF.GATE_WAIT + 1
 # per tile: the workload's int columns; the next tile in its producer's mark FIFO; its drained
 # event (DRAINED: one of DR_*) and that event's callbacks, a linked list of tiles
@@ -145,7 +145,6 @@ def _tiles(w: Workload) -> Tiles:
     for row, column in ((TileF.MAINLOOP_US, w.mainloop_us), (TileF.EPILOGUE_US, w.epilogue_us),
                         (TileF.BYTES, w.bytes), (TileF.T_ISS0_US, w.t_iss0_us), (TileF.RELEASE_US, w.release_us)):
         f[row] = column
-    f[TileF.WEIGHT] = tile_weights(w.tile_weight)   # quantized; 0: the tile keeps its producer's weight
     i = rows(TileI, w.n_tiles, np.int64, fill=-1)
     for row, column in ((TileI.PRODUCER, w.producer), (TileI.WAIT, w.wait_counter), (TileI.WAIT_VALUE, w.wait_value),
                         (TileI.SIGNAL, w.signal_counter), (TileI.SIGNAL_ON_DRAIN, w.signal_on_drain)):

@@ -32,13 +32,12 @@ INF = math.inf
 
 
 @jit
-def inject(x, g, k, tile, nbytes, rate, now, q, weight):
+def inject(x, g, k, tile, nbytes, rate, now, q):
     """XStage.inject: the producer in local column k of stage g starts issuing ``tile``'s
-    ``nbytes`` at ``rate`` (at arbitration ``weight`` from now on if > 0); wakes the drain, whose
-    turn at this instant runs the water-fill."""
+    ``nbytes`` at ``rate``; wakes the drain, whose turn at this instant runs the water-fill."""
     fluid.advance(x.stage[g], now)
     stage, count, f, status, lists, _ = fluid_stage(x, g)
-    fluid.start(stage, count, f, status, lists, k, nbytes, rate, now, weight)
+    fluid.start(stage, count, f, status, lists, k, nbytes, rate, now)
     x.column[Column.ISSUING, x.drain_i[g, DrainI.BASE] + k] = tile
     _wake(x, g, now, q)
 

@@ -58,9 +58,8 @@ from __future__ import annotations
 
 import math
 
-from xsim.des.fluid_state import (BACKLOG, FULL, GATE_OFF, GATE_WAIT, MIXED, NO_DEMAND, PASS, REL_TOL, Fluid,  # noqa: F401
-                                  FluidStage, List, Stage, StageCount, Status, Tree, new_stage, quantize_weights,
-                                  tile_weights)
+from xsim.des.fluid_state import (BACKLOG, FULL, GATE_OFF, GATE_WAIT, MIXED, PASS, REL_TOL, Fluid,  # noqa: F401
+                                  FluidStage, List, Stage, StageCount, Status, Tree, new_stage, quantize_weights)
 from xsim.des.jit import jit
 from xsim.des.min_tree import collect_due, node, tree_set
 
@@ -168,17 +167,11 @@ def mark_due(stage, fluid, status, k, mark, now):
 
 
 @jit
-def start(stage, count, fluid, status, lists, k, nbytes, rate, now, weight):
-    """Producer k starts issuing ``nbytes`` at ``rate`` (the stage advanced to ``now``); a
-    ``weight`` > 0 (quantized) is its arbitration weight from now on, 0 keeps the one it has."""
+def start(stage, count, fluid, status, lists, k, nbytes, rate, now):
+    """Producer k starts issuing ``nbytes`` at ``rate`` (the stage advanced to ``now``)."""
     q, d, _ = evaluate(fluid, k, now, stage[Stage.V], stage[Stage.CAP])
     anchor(fluid, k, q, d, nbytes, now, stage[Stage.V])
     fluid[Fluid.RATE, k] = rate
-    if weight > 0.0 and weight != fluid[Fluid.W, k]:
-        if status[Status.DEMAND, k] != NO_DEMAND:       # its share of the wanting weights (exact: on the grid)
-            stage[Stage.WANT_W] += weight - fluid[Fluid.W, k]
-        fluid[Fluid.W, k] = weight
-        set_mode(count, fluid, status, lists, k, status[Status.MODE, k])  # its motion at the new weight
     touch(count, status, lists, k)
 
 

@@ -73,12 +73,6 @@ def quantize_weights(weight: np.ndarray) -> np.ndarray:
     return steps * WEIGHT_QUANTUM
 
 
-def tile_weights(weight: np.ndarray) -> np.ndarray:
-    """Per-tile weights quantized like the producers' (0 stays 0: the tile keeps its producer's weight)."""
-    weight = np.asarray(weight, dtype=float)
-    return np.where(weight > 0.0, quantize_weights(weight), 0.0) if weight.size else weight
-
-
 def new_stage(drain: float, cap: float, weight: np.ndarray, gate_bytes: float = math.inf,
               stall: bool = False) -> FluidStage:
     """An empty stage whose producers have these (quantized) weights (and a load gate's threshold,

@@ -62,16 +62,14 @@ class XStage:
     def total_drained(self) -> float:
         return float(self.s.fluid[Fluid.D0].sum())
 
-    def inject(self, producer: int, nbytes: float, t_iss0_us: float, weight: float = 0.0
-               ) -> tuple[simpy.Event, simpy.Event]:
-        """Start issuing ``nbytes`` (at arbitration ``weight`` from now on if > 0, quantized);
-        returns (issue-ended, bytes-drained) events."""
+    def inject(self, producer: int, nbytes: float, t_iss0_us: float) -> tuple[simpy.Event, simpy.Event]:
+        """Start issuing ``nbytes``; returns (issue-ended, bytes-drained) events."""
         now = self.env.now
         fluid.advance(self.s.stage, now)
         i = self.local[producer]
         issued, drained = self.env.event(), self.env.event()
         s = self.s
-        fluid.start(s.stage, s.count, s.fluid, s.status, s.lists, i, nbytes, nbytes / t_iss0_us, now, weight)
+        fluid.start(s.stage, s.count, s.fluid, s.status, s.lists, i, nbytes, nbytes / t_iss0_us, now)
         self._issued[i] = (issued, drained)  # the drain's turn at this instant runs the water-fill
         if not self._wake.triggered:
             self._wake.succeed()
@@ -232,7 +230,6 @@ def run(workload: Workload, trace: bool = True) -> SimResult:
     counters = Counters(env, w.n_counters)
     times = TileTimes.empty(w.n_tiles)
     coupled = w.coupling == "completion-coupled"
-    tile_weight = fluid.tile_weights(w.tile_weight)
 
     def mma(p: int, slots: simpy.Container, finished: simpy.Store):
         for i in range(w.offsets[p], w.offsets[p + 1]):
@@ -292,7 +289,7 @@ def run(workload: Workload, trace: bool = True) -> SimResult:
             if w.epilogue_us[i] > 0:
                 yield env.timeout(w.epilogue_us[i])
             if w.bytes[i] > 0:
-                issued, drained = stage.inject(p, w.bytes[i], w.t_iss0_us[i], tile_weight[i])
+                issued, drained = stage.inject(p, w.bytes[i], w.t_iss0_us[i])
                 last_drained = drained
                 yield issued
             elif last_drained is not None and last_drained.callbacks is not None:
