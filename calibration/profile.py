@@ -159,6 +159,7 @@ def build_profile(fit: FitResult, rs: RecordSet, name: str, description: str = "
             "burst_overhead": stage_summary(fit.burst_overhead),
             "grid_barrier": stage_summary(fit.grid_barrier),
             "t_iss0_threads": fit.threads_fit,
+            "t_iss0_free_running": fit.free_running_fit,
         },
         "headline": _headline(base, fit),
         "arbitration": _arbitration(weights, spread),

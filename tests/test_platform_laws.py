@@ -37,3 +37,11 @@ def test_capacity_power_law_is_concave_and_serialises_only_when_set():
         CapacityModel(max_bytes=1e6, exponent=0.5)
     with pytest.raises(ProfileError, match=r'"exponent" must be a number in \(0, 2\]'):
         CapacityModel(per_producer_bytes=1e3, exponent=0.0)
+
+
+def test_free_running_factor_is_optional_and_checked():
+    assert IssueModel(t_fixed_us=0.5).free_running_factor is None
+    assert IssueModel(t_fixed_us=0.5, free_running_factor=0.87).free_running_factor == 0.87
+    for bad in (0.0, -1.0, 3.0, float("nan"), True):
+        with pytest.raises(ProfileError, match='"free_running_factor" must be a number in'):
+            IssueModel(t_fixed_us=0.5, free_running_factor=bad)
