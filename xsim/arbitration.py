@@ -20,8 +20,8 @@ every burst re-draws the order (PCIe host: log-std 1.0 per burst, run-to-run cor
 means 0.03) most of their spread is that draw, not a property of the SM, and as static weights
 they make free-running CTAs (which get no per-burst spread) twice as unequal as measured
 (per-CTA period cv 0.25 vs 0.12 at K = 132 x 32 KiB, zero gap). ``weight_exponent`` e shrinks
-the static part: an SM weighs ``sm_weights[s] ** e`` (1: as measured, 0: equal), e fitted on the
-training free-running periods (calibration/spread.py).
+the static part: an SM weighs ``sm_weights[s] ** e`` (1: as measured, 0: equal), e fitted with
+the spread on the weight trace's own point (calibration/spread.py).
 
 ``placements`` holds the measured SM of every CTA per traced K; a K without a measured placement
 uses the first K entries of the smallest traced K' >= K (else of the largest). Without
