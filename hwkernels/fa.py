@@ -163,11 +163,12 @@ def launch_fa(q, k, v, shape: FAShape, mode: int, out=None, bufs: OwnerBuffers |
               programs: int = 132, fence: str = "atomic", stamps=None, flags=None,
               num_warps: int = 8, num_stages: int = 3, tma: bool = False, pace: int = 0,
               spread: bool = True, stage=None, order: str = "default", flatten: bool = False,
-              ws: bool = False, branch: bool = True):
+              ws: bool = False, branch: bool = True, swp: bool = False):
     """Enqueue fa_fwd_kernel (no sync). mode 0 writes `out` [batch, HL, M, d]; modes 1, 2, 3
     write `bufs`. stamps (int64 [n_tiles, 6]) turns the per-tile instrumentation on. mode 3
     (paced) needs pace (row chunks per tile, one of PACES) and `stage` (>= programs * b_m * d
-    elements of the output dtype, HBM). Returns Triton's handle of the compiled kernel."""
+    elements of the output dtype, HBM). swp: the Q-loop software-pipelined by one KV step
+    (fa_qloop._qloop_swp). Returns Triton's handle of the compiled kernel."""
     from .fa_kernels import fa_fwd_kernel
 
     upcast = _interpreter_compat()
@@ -205,6 +206,7 @@ def launch_fa(q, k, v, shape: FAShape, mode: int, out=None, bufs: OwnerBuffers |
                         UPCAST=upcast, TMA=tma, PACE=pace,
                         CHUNK=shape.block_m // pace if pace else shape.block_m,
                         ORDER=ORDERS[order], FLATTEN=flatten, WS=ws, BRANCH=bool(branch),
+                        SWP=bool(swp),
                         num_warps=num_warps, num_stages=num_stages)
 
 

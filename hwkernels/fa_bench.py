@@ -56,6 +56,8 @@ def parse_args(argv=None):
     ap.add_argument("--tma", action="store_true", help="K/V through tensor descriptors")
     ap.add_argument("--flatten", action="store_true", help="persistent loop tl.range(flatten=True)")
     ap.add_argument("--ws", action="store_true", help="persistent loop tl.range(warp_specialize=True)")
+    ap.add_argument("--swp", action="store_true",
+                    help="Q-loop software-pipelined by one KV step (P V in flight during the softmax)")
     ap.add_argument("--pace", type=int, default=8,
                     help="fused-paced: row chunks per tile, stored during the next Q-loop")
     ap.add_argument("--pace-consecutive", action="store_true",
@@ -160,7 +162,7 @@ def params_of(case: Case, variant: str, replays: int, graph: bool, target: str) 
          "remote_bytes": s.remote_bytes, "out_bytes": s.out_bytes, "ring_slots": case.slots,
          "replays": replays, "graph": graph, "num_warps": c.num_warps,
          "num_stages": c.num_stages, "tma": c.tma, "variant": variant, "flatten": c.flatten,
-         "ws": c.ws, "tile_order": "default"}
+         "ws": c.ws, "swp": c.swp, "tile_order": "default"}
     if variant.startswith("cc-"):
         p["fence"] = variant[3:]
     if variant == "fused-paced":
@@ -279,7 +281,8 @@ def main(argv=None) -> int:
         cases = shapes(args)
         cfg = KernelConfig(args.num_warps, args.num_stages, args.tma, flatten=args.flatten,
                            ws=args.ws, pace=args.pace, pace_spread=not args.pace_consecutive,
-                           pace_order=args.pace_order, pace_branch=not args.pace_masked)
+                           pace_order=args.pace_order, pace_branch=not args.pace_masked,
+                           swp=args.swp)
     except ValueError as exc:
         print(f"fa_bench: {exc}", file=sys.stderr)
         return 2

@@ -6,7 +6,9 @@ chk:  fused-paced at M = 1K on other shapes (rank 2 of N = 4, d = 64 with N = 2,
 pace: fa-only, fused and fused-paced (pace chunks, spread or one per KV step, tile order) at a
       few M with the default configuration: kernel time, per-tile Q-loop and store spans.
 fa:   FA-only over candidate configurations (b_m, b_n, warps, stages, programs per SM, flatten,
-      warp specialization) at short M, beside torch's cuDNN SDPA in the same run.
+      warp specialization, software-pipelined Q-loop) beside torch's cuDNN SDPA in the same run.
+var:  every kernel variant (fa-only, fused, fused-paced, cc-asm, cc-atomic) with each of a few
+      FA_CONFIGS entries at a few M: receiver-side checks, kernel time, per-tile Q-loop.
 Every point is checked on the receiver side before it is timed (harness.measure); a point
 that fails to compile or check is reported and the rest go on. Sections stop at the budget.
 """
@@ -18,24 +20,34 @@ import time
 
 import numpy as np
 
+from . import fa_sass
 from .fa import FAShape
 from .fa_bench import _host_view, host_bytes_for, measure_variant, slots_for
 from .fa_variants import Case, KernelConfig
 
-# name: (block_m, block_n, warps, stages, tma, CTAs per SM (0: one program per tile), flatten, ws)
+# name: (block_m, block_n, warps, stages, tma, CTAs per SM (0: one program per tile), flatten, ws,
+#        swp: the Q-loop software-pipelined by one KV step, fa_qloop._qloop_swp)
 FA_CONFIGS = {
-    "base": (128, 128, 8, 3, True, 1, False, False),
-    "flat": (128, 128, 8, 3, True, 1, True, False),
-    "ws": (128, 128, 8, 3, True, 1, False, True),
-    "bm64x2": (64, 64, 4, 3, True, 2, False, False),
-    "bm64x2s2": (64, 64, 4, 2, True, 2, False, False),
-    "bn64x2": (128, 64, 8, 2, True, 2, False, False),
-    "grid": (128, 128, 8, 3, True, 0, False, False),
-    "flat2": (128, 128, 8, 2, True, 1, True, False),
-    "bm64n128x2s1": (64, 128, 4, 1, True, 2, False, False),
-    "bm64x3s1": (64, 64, 4, 1, True, 3, False, False),
-    "bm64x2s3w8": (64, 64, 8, 3, True, 2, False, False),
-    "wsbm64x2": (64, 64, 4, 3, True, 2, False, True),
+    "base": (128, 128, 8, 3, True, 1, False, False, False),
+    "flat": (128, 128, 8, 3, True, 1, True, False, False),
+    "ws": (128, 128, 8, 3, True, 1, False, True, False),
+    "bm64x2": (64, 64, 4, 3, True, 2, False, False, False),
+    "bm64x2s2": (64, 64, 4, 2, True, 2, False, False, False),
+    "bn64x2": (128, 64, 8, 2, True, 2, False, False, False),
+    "grid": (128, 128, 8, 3, True, 0, False, False, False),
+    "flat2": (128, 128, 8, 2, True, 1, True, False, False),
+    "bm64n128x2s1": (64, 128, 4, 1, True, 2, False, False, False),
+    "bm64x3s1": (64, 64, 4, 1, True, 3, False, False, False),
+    "bm64x2s3w8": (64, 64, 8, 3, True, 2, False, False, False),
+    "wsbm64x2": (64, 64, 4, 3, True, 2, False, True, False),
+    "base2": (128, 128, 8, 2, True, 1, False, False, False),
+    # software-pipelined Q-loop (one more V buffer: at b_n = 128, 3 stages = 262 KB; and P of
+    # the previous step held through the softmax: at b_m = b_n = 128, 255 registers + spills)
+    "swp2": (128, 128, 8, 2, True, 1, False, False, True),
+    "swpn64s3": (128, 64, 8, 3, True, 1, False, False, True),
+    "swpn64s4": (128, 64, 8, 4, True, 1, False, False, True),
+    "swp64x2": (64, 64, 4, 2, True, 2, False, False, True),
+    "swp64x2w8": (64, 64, 8, 2, True, 2, False, False, True),
 }
 # name: (pace, spread, order, branch)
 PACED = {"p1": (1, True, "remote-first", True), "p2": (2, True, "remote-first", True),
@@ -43,6 +55,9 @@ PACED = {"p1": (1, True, "remote-first", True), "p2": (2, True, "remote-first", 
          "p16": (16, True, "remote-first", True), "p8def": (8, True, "default", True),
          "p8con": (8, False, "remote-first", True), "p8m": (8, True, "remote-first", False),
          "p16m": (16, True, "remote-first", False)}
+
+
+_SASS: dict = {}   # id(compiled kernel) -> (kernel, fa_sass.inspect_cubin of it)
 
 
 def _shape(m, bm=128, bn=128, tokens=4096):
@@ -62,6 +77,12 @@ def _point(shape, cfg, host, programs, variant, repeats, instrument=True) -> dic
     if k is not None:
         res.update(n_regs=getattr(k, "n_regs", None), n_spills=getattr(k, "n_spills", None),
                    shared=getattr(getattr(k, "metadata", None), "shared", None))
+        try:   # the SASS of the kernel that ran: softmax under P V? wgmma A registers held?
+            if id(k) not in _SASS:
+                _SASS[id(k)] = (k, fa_sass.inspect_cubin(k.asm["cubin"]))
+            res.update(_SASS[id(k)][1])
+        except Exception as exc:  # noqa: BLE001 - reported, the point stands
+            res["sass_error"] = f"{type(exc).__name__}: {exc}"[:200]
     if m.ok:
         for name, s in m.stats.items():
             res[name] = s.median
@@ -71,20 +92,20 @@ def _point(shape, cfg, host, programs, variant, repeats, instrument=True) -> dic
     return res
 
 
-def _paced_cfg(w, st, tma, name) -> KernelConfig:
+def _paced_cfg(w, st, tma, name, swp=False) -> KernelConfig:
     pace, spread, order, branch = PACED[name]
     return KernelConfig(w, st, tma, pace=pace, pace_spread=spread, pace_order=order,
-                        pace_branch=branch)
+                        pace_branch=branch, swp=swp)
 
 
 def pace_section(host, sms, out, deadline, ms=(1024, 4096, 8192, 16384), fa_cfg="base",
                  paced=tuple(PACED), baselines=True):
-    bm, bn, w, st, tma, per_sm, _, _ = FA_CONFIGS[fa_cfg]
-    base = [("fa-only", "fa-only", KernelConfig(w, st, tma)),
-            ("fused", "fused", KernelConfig(w, st, tma))] if baselines else []
+    bm, bn, w, st, tma, per_sm, _, _, swp = FA_CONFIGS[fa_cfg]
+    base = [("fa-only", "fa-only", KernelConfig(w, st, tma, swp=swp)),
+            ("fused", "fused", KernelConfig(w, st, tma, swp=swp))] if baselines else []
     for m in ms:
         shape = _shape(m, bm, bn)
-        for name, variant, cfg in base + [(n, "fused-paced", _paced_cfg(w, st, tma, n))
+        for name, variant, cfg in base + [(n, "fused-paced", _paced_cfg(w, st, tma, n, swp))
                                           for n in paced]:
             if time.time() > deadline:
                 return
@@ -118,16 +139,37 @@ def fa_section(host, sms, out, deadline, ms=(1024, 3072, 8192), names=tuple(FA_C
         out.append(r)
         print(json.dumps(r, default=float), flush=True)
         for name in names:
-            bm, bn, w, st, tma, per_sm, flat, ws = FA_CONFIGS[name]
+            bm, bn, w, st, tma, per_sm, flat, ws, swp = FA_CONFIGS[name]
             if time.time() > deadline:
                 return
             shape = _shape(m, bm, bn)
             programs = shape.n_tiles if per_sm == 0 else per_sm * sms
-            cfg = KernelConfig(w, st, tma, flatten=flat, ws=ws)
-            r = {"section": "fa", "M": m, "name": name, "cfg": [bm, bn, w, st, tma, per_sm, flat, ws],
+            cfg = KernelConfig(w, st, tma, flatten=flat, ws=ws, swp=swp)
+            r = {"section": "fa", "M": m, "name": name, "cfg": list(FA_CONFIGS[name]),
                  **_point(shape, cfg, host, programs, "fa-only", 4, False)}
             out.append(r)
             print(json.dumps(r, default=float), flush=True)
+
+
+VAR_VARIANTS = ("fa-only", "fused", "fused-paced", "cc-asm", "cc-atomic")
+
+
+def var_section(host, sms, out, deadline, ms=(1024, 8192), names=("base", "swp2"),
+                variants=VAR_VARIANTS, paced="p8"):
+    """Every kernel variant with each FA_CONFIGS entry in `names` (fused-paced: PACED[paced]),
+    the entries side by side at each M: receiver-side checks, kernel time, per-tile Q-loop."""
+    for m in ms:
+        for variant in variants:
+            for name in names:
+                if time.time() > deadline:
+                    return
+                bm, bn, w, st, tma, per_sm, flat, ws, swp = FA_CONFIGS[name]
+                cfg = (_paced_cfg(w, st, tma, paced, swp) if variant == "fused-paced"
+                       else KernelConfig(w, st, tma, flatten=flat, ws=ws, swp=swp))
+                r = {"section": "var", "M": m, "name": f"{name}:{variant}", "fa_cfg": name,
+                     **_point(_shape(m, bm, bn), cfg, host, per_sm * sms, variant, repeats=4)}
+                out.append(r)
+                print(json.dumps(r, default=float), flush=True)
 
 
 def summary(rows) -> str:
@@ -138,11 +180,12 @@ def summary(rows) -> str:
         extra = ""
         if r["section"] == "fa" and r["name"] != "cudnn" and cud.get(r["M"]) and r.get("ok"):
             extra = f" cudnn/ours={cud[r['M']] / t:.3f}"
-        if r["section"] == "pace":
+        if r["section"] in ("pace", "var"):
             extra = (f" qloop={r.get('qloop_us', np.nan):.1f} p90={r.get('qloop_us_p90', np.nan):.1f}"
                      f" span={r.get('issue_span_us', np.nan):.2f} p90={r.get('issue_span_us_p90', np.nan):.2f}")
         lines.append(f"{r['section']:>4} {r.get('fa_cfg', '')} M={r['M']:>6} {r['name']:>9} ok={r.get('ok')} t={t:9.1f}"
                      f" regs={r.get('n_regs')} spills={r.get('n_spills')} smem={r.get('shared')}"
+                     f" ovl={r.get('mufu_under_pv')} haz={r.get('rs_hazards')}"
                      f"{extra} {r.get('error', '')[:160]}")
     return "\n".join(lines)
 
@@ -158,6 +201,8 @@ def main(argv=None) -> int:
     ap.add_argument("--pace-ms", default="1024,4096,8192,16384")
     ap.add_argument("--fa-ms", default="1024,3072,8192")
     ap.add_argument("--fa-configs", default=",".join(FA_CONFIGS), help="names of FA_CONFIGS")
+    ap.add_argument("--var-ms", default="1024,8192")
+    ap.add_argument("--var-configs", default="base,swp2", help="names of FA_CONFIGS (section var)")
     ap.add_argument("--pace-config", default="base", help="the FA_CONFIGS entry of section pace")
     ap.add_argument("--paced", default=",".join(PACED), help="names of PACED for section pace")
     ap.add_argument("--no-baselines", action="store_true", help="section pace without fa-only, fused")
@@ -168,7 +213,8 @@ def main(argv=None) -> int:
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     pace_ms = [int(x) for x in args.pace_ms.split(",") if x]
     fa_ms = [int(x) for x in args.fa_ms.split(",") if x]
-    need = host_bytes_for([_shape(m, bm) for m in pace_ms + fa_ms for bm in (64, 128)])
+    var_ms = [int(x) for x in args.var_ms.split(",") if x]
+    need = host_bytes_for([_shape(m, bm) for m in pace_ms + fa_ms + var_ms for bm in (64, 128)])
     host_buf = _host_view(need, torch.device("cuda", 0))    # keep it: freed with the object
     host = host_buf.cuda
     rows: list = []
@@ -178,6 +224,9 @@ def main(argv=None) -> int:
             deadline = min(t_end, time.time() + float(secs or args.budget_s))
             if sec == "fa":
                 fa_section(host, sms, rows, deadline, fa_ms, args.fa_configs.split(","))
+            elif sec == "var":
+                var_section(host, sms, rows, deadline, [int(x) for x in args.var_ms.split(",") if x],
+                            args.var_configs.split(","))
             elif sec == "pace":
                 pace_section(host, sms, rows, deadline, pace_ms, args.pace_config,
                              args.paced.split(","), not args.no_baselines)

@@ -35,6 +35,8 @@ the tiles of the other owners first, the rank's own tiles last, so the last wave
 FLATTEN: the persistent loop as tl.range(flatten=True) (Triton may fuse it with the Q-loop);
 WS: the persistent loop as tl.range(warp_specialize=True) (Triton's Hopper warp
 specialization, as its persistent-matmul tutorial does it: with FLATTEN off).
+SWP: the Q-loop software-pipelined by one KV step (fa_qloop._qloop_swp; measured slower, off
+by default; the Q-loops and their chunk stores live in fa_qloop.py).
 TMA: K and V tiles through tensor descriptors (tl.make_tensor_descriptor; Hopper TMA) instead of
 pointer loads; the launcher sets triton's allocator for the descriptors' scratch.
 UPCAST (the launcher sets it under TRITON_INTERPRET=1 only): the interpreter keeps bf16 as raw
@@ -49,6 +51,8 @@ MODE 1 does.
 
 import triton
 import triton.language as tl
+
+from .fa_qloop import _qloop, _qloop_swp, _store_chunk
 
 
 @triton.jit
@@ -136,72 +140,6 @@ def _store_to_owner(tile_val, out_ptr, remote_ptr, b, h, m0, rank, offs_m, offs_
 
 
 @triton.jit
-def _store_chunk(stage_ptr, remote_ptr, pend_off, c, do, row_stride, offs_c, offs_d,
-                 CH: tl.constexpr, D: tl.constexpr, MASKED: tl.constexpr = True):
-    # Rows c*CH .. c*CH+CH-1 of the staged tile to its remote owner (masked off unless `do`;
-    # MASKED False: the caller branched on `do`, plain loads and stores).
-    rows = c * CH + offs_c
-    src = stage_ptr + rows[:, None] * D + offs_d[None, :]
-    dst = remote_ptr + pend_off + rows[:, None].to(tl.int64) * row_stride + offs_d[None, :]
-    if MASKED:
-        mask = tl.full([CH, D], True, tl.int1) & do
-        tl.store(dst, tl.load(src, mask=mask, cache_modifier=".cg"), mask=mask)
-    else:
-        tl.store(dst, tl.load(src, cache_modifier=".cg"))
-
-
-@triton.jit
-def _softmax_step(qk, m_i, l_i, acc, qk_scale):
-    m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
-    p = tl.math.exp2(qk * qk_scale - m_ij[:, None])
-    alpha = tl.math.exp2(m_i - m_ij)
-    return p, m_ij, l_i * alpha + tl.sum(p, 1), acc * alpha[:, None]
-
-
-@triton.jit
-def _qloop(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n, offs_d, qk_scale,
-           stage_ptr, remote_ptr, pend_off, pend, pace_stride, row_stride, offs_c,
-           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr,
-           UPCAST: tl.constexpr, TMA: tl.constexpr, PACE: tl.constexpr,
-           CHUNK: tl.constexpr, BRANCH: tl.constexpr):
-    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
-    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
-    acc = tl.zeros([BLOCK_M, D], dtype=tl.float32)
-    kv_ptrs = kv_base + offs_n[:, None].to(tl.int64) * D + offs_d[None, :]
-    row = kv_row0
-    for start_n in range(0, seq, BLOCK_N):
-        if TMA:
-            k = desc_k.load([row, 0])                      # [BLOCK_N, D]
-        else:
-            k = tl.load(k_ptr + kv_ptrs)
-        if UPCAST:
-            k = k.to(tl.float32)
-        qk = tl.dot(q, tl.trans(k))                        # [BLOCK_M, BLOCK_N] fp32
-        p, m_i, l_i, acc = _softmax_step(qk, m_i, l_i, acc, qk_scale)
-        if TMA:
-            v = desc_v.load([row, 0])                      # [BLOCK_N, D]
-        else:
-            v = tl.load(v_ptr + kv_ptrs)
-        if UPCAST:
-            v = v.to(tl.float32)
-        acc = tl.dot(p.to(v.dtype), v, acc)
-        if PACE > 0:   # one row chunk of the previous (staged) tile every pace_stride steps
-            j = start_n // BLOCK_N
-            c = j // pace_stride
-            do = (pend != 0) & (j % pace_stride == 0) & (c < PACE)
-            if BRANCH:   # a uniform branch: the other KV steps run no chunk code
-                if do:
-                    _store_chunk(stage_ptr, remote_ptr, pend_off, c, do, row_stride, offs_c,
-                                 offs_d, CHUNK, D, False)
-            else:
-                _store_chunk(stage_ptr, remote_ptr, pend_off, c, do, row_stride, offs_c, offs_d,
-                             CHUNK, D)
-        kv_ptrs += BLOCK_N * D
-        row += BLOCK_N
-    return acc / l_i[:, None]
-
-
-@triton.jit
 def fa_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, remote_ptr, stamps_ptr, flags_ptr, stage_ptr,
                   qk_scale, n_tiles, programs, rank, hl, seq, sp, slice_elems, pace_stride,
                   delta_ptr,
@@ -209,7 +147,8 @@ def fa_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, remote_ptr, stamps_ptr, flags_pt
                   MODE: tl.constexpr, FENCE: tl.constexpr, INSTR: tl.constexpr,
                   UPCAST: tl.constexpr, TMA: tl.constexpr, PACE: tl.constexpr,
                   CHUNK: tl.constexpr, ORDER: tl.constexpr, FLATTEN: tl.constexpr,
-                  WS: tl.constexpr, BRANCH: tl.constexpr, DELTA: tl.constexpr = False):
+                  WS: tl.constexpr, BRANCH: tl.constexpr, DELTA: tl.constexpr = False,
+                  SWP: tl.constexpr = False):
     pid = tl.program_id(0)
     offs_m = tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
@@ -237,9 +176,16 @@ def fa_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, remote_ptr, stamps_ptr, flags_pt
         q = tl.load(q_ptr + q_rows)
         if UPCAST:
             q = q.to(tl.float32)
-        o_tile = _qloop(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n, offs_d,
-                        qk_scale, my_stage, remote_ptr, pend_off, pend, pace_stride, row_stride,
-                        offs_c, BLOCK_M, BLOCK_N, D, UPCAST, TMA, PACE, CHUNK, BRANCH)
+        if SWP:
+            o_tile = _qloop_swp(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n,
+                                offs_d, qk_scale, my_stage, remote_ptr, pend_off, pend,
+                                pace_stride, row_stride, offs_c, BLOCK_M, BLOCK_N, D, UPCAST,
+                                TMA, PACE, CHUNK, BRANCH)
+        else:
+            o_tile = _qloop(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n,
+                            offs_d, qk_scale, my_stage, remote_ptr, pend_off, pend, pace_stride,
+                            row_stride, offs_c, BLOCK_M, BLOCK_N, D, UPCAST, TMA, PACE, CHUNK,
+                            BRANCH)
         o_tile = o_tile.to(out_ptr.dtype.element_ty)
         if INSTR:
             _stamp(stamps_ptr, tile, 1)

@@ -44,6 +44,7 @@ class KernelConfig:
     pace_spread: bool = True        # ... spread over the whole next Q-loop (else one per KV step)
     pace_order: str = "remote-first"
     pace_branch: bool = True        # ... chunk code under a uniform if (else masked every step)
+    swp: bool = False               # Q-loop software-pipelined by one KV step (P V overlaps softmax)
 
     def __post_init__(self):
         if self.num_warps not in (1, 2, 4, 8, 16):
@@ -130,7 +131,7 @@ class Case:
                      stamps=stamps, flags=self.flags, num_warps=c.num_warps,
                      num_stages=c.num_stages, tma=c.tma, pace=c.pace, spread=c.pace_spread,
                      stage=self.stage, order=c.pace_order if mode == fa.MODE_PACED else "default",
-                     flatten=c.flatten, ws=c.ws, branch=c.pace_branch)
+                     flatten=c.flatten, ws=c.ws, branch=c.pace_branch, swp=c.swp)
 
     def _a2a(self, src, slot):
         fa.launch_a2a_store(src, self.bufs[slot], self.shape, self.programs, self.cfg.a2a_warps)

@@ -242,4 +242,23 @@ def quick_plan(destination: str = "peer") -> list[Point]:
     return pts
 
 
-SUITES = {"full": full_plan, "quick": quick_plan}
+NEWK_PRODUCERS = (24, 48, 99)      # producer counts the full suite never runs (it runs 16, 33, 66, 132)
+NEWK_GAP_CONFIGS = ((48, 64 * KB), (99, 32 * KB))
+
+
+def newk_plan(destination: str = "peer") -> list[Point]:
+    """A validation sweep at producer counts the calibration never saw (st.v4, 256 threads):
+    zero-gap periods, isolated bursts over the size sweep (one traced per K: where its CTAs
+    ran) and two remote gap sweeps, to be predicted by a profile fitted on the full suite."""
+    d, sh = destination, SHAPES[destination]
+    pts = baselines(sizes=(132 * 32 * KB, 256 << 20), repeats=5, destination=d)
+    pts += zero_gap_grid(producers=NEWK_PRODUCERS, destination=d)
+    for k, b in NEWK_GAP_CONFIGS:
+        pts += gap_sweep(k, b, local=False, traced=(), destination=d)
+    for k in NEWK_PRODUCERS:
+        pts += [isolated(k, b, "iso", destination=d, bursts=sh.iso_bursts, warmup=min(4, sh.iso_bursts // 2),
+                         trace=(b == 32 * KB)) for b in sh.iso_bytes]
+    return pts
+
+
+SUITES = {"full": full_plan, "quick": quick_plan, "newk": newk_plan}

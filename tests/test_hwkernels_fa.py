@@ -59,6 +59,18 @@ for (b, h, m, d, sp, rank, bm, bn, progs, tma) in CASES:
         fa.launch_fa(q, k, v, shape, fa.MODE_PACED, bufs=bufs, pace=pace, spread=spread,
                      stage=stage, order=order, branch=branch, **kw)
         emit(f"fused-paced-{pace}", fa.check_owners(ref, bufs, shape))
+    # The software-pipelined Q-loop (swp) on every kernel variant, paced with chunks that fall
+    # on the last KV step too (pace 8 over M/b_n = 2..4 steps: stride 1).
+    fa.poison(out)
+    fa.launch_fa(q, k, v, shape, fa.MODE_LOCAL, out=out, swp=True, **kw)
+    emit("swp-fa-only", fa.check_local(out, ref))
+    for name, mode, extra in (("swp-fused", fa.MODE_FUSED, {}), ("swp-cc-atomic", fa.MODE_CC, {}),
+                              ("swp-fused-paced", fa.MODE_PACED,
+                               dict(pace=8 if bm % 8 == 0 else 2, stage=stage,
+                                    order="remote-first"))):
+        fa.poison(bufs.local, bufs.remote)
+        fa.launch_fa(q, k, v, shape, mode, bufs=bufs, flags=flags, swp=True, **extra, **kw)
+        emit(name, fa.check_owners(ref, bufs, shape))
     fa.poison(bufs.local, bufs.remote)
     fa.launch_a2a_store(out, bufs, shape, programs=progs, num_warps=1)    # serial: FA then A2A
     emit("serial", fa.check_owners(ref, bufs, shape))
@@ -86,8 +98,9 @@ def interpreted():
 def test_every_variant_matches_sdpa_on_the_receiver_side(interpreted):
     names = {n.split(":")[1] for n, _, _ in interpreted}
     assert names == {"fa-only", "fused", "cc-atomic", "flags", "serial", "a2a-ce",
-                     "unwritten-row-detected", "fused-paced-2", "fused-paced-8"}
-    assert len(interpreted) == 3 * 9
+                     "unwritten-row-detected", "fused-paced-2", "fused-paced-8", "swp-fa-only",
+                     "swp-fused", "swp-cc-atomic", "swp-fused-paced"}
+    assert len(interpreted) == 3 * 13
     bad = [(n, err) for n, ok, err in interpreted if not ok]
     assert not bad
     assert max(err for _, _, err in interpreted) < 2e-2

@@ -26,5 +26,5 @@ def test_summary_names_failures_and_ratios():
 
 
 def test_tables_are_consistent():
-    assert all(len(v) == 8 for v in FA_CONFIGS.values())
+    assert all(len(v) == 9 for v in FA_CONFIGS.values())
     assert all(len(v) == 4 and 128 % v[0] == 0 for v in PACED.values())

@@ -87,3 +87,23 @@ def test_host_plan_has_every_group_and_no_nccl():
 def test_nccl_needs_a_peer():
     with pytest.raises(ValueError, match="nccl"):
         Point("nccl", 1, 4096, mechanism="nccl", threads=0, destination="host")
+
+
+@pytest.mark.parametrize("destination", ["host", "peer"])
+def test_newk_plan_runs_only_producer_counts_the_full_suite_never_does(destination):
+    full_ks = {p.producers for p in plan.full_plan(destination) if p.kind in ("periodic", "isolated")}
+    pts = plan.newk_plan(destination)
+    stores = [p for p in pts if p.kind in ("periodic", "isolated")]
+    assert pts[0].kind == "ce-copy"                       # the drain flag needs the CE rate first
+    assert {p.producers for p in stores} == set(plan.NEWK_PRODUCERS)
+    assert not set(plan.NEWK_PRODUCERS) & full_ks
+    assert {p.mechanism for p in stores} == {"st.v4"} and {p.target for p in stores} == {"remote"}
+    zero = {(p.producers, p.burst_bytes, p.aligned) for p in stores if p.kind == "periodic" and p.gap_frac is None}
+    assert zero == {(k, b, a) for k in plan.NEWK_PRODUCERS for b in plan.R_FIT_BYTES for a in (True, False)}
+    for k, b in plan.NEWK_GAP_CONFIGS:
+        sweep = [p for p in stores if p.group == "gap" and (p.producers, p.burst_bytes) == (k, b)]
+        assert {p.aligned for p in sweep} == {True, False} and max(p.gap_frac for p in sweep) >= 2.0
+    traced = [p for p in stores if p.trace]
+    assert sorted(p.producers for p in traced) == sorted(plan.NEWK_PRODUCERS)   # one placement each
+    fixed = [p for p in pts if p.gap_frac is None]      # gap points get their key once resolved
+    assert len({p.key for p in fixed}) == len(fixed)

@@ -46,6 +46,24 @@ def test_report_json_contract_on_synthetic_records(calibrated, capsys):
     assert des["aligned"]["n_max_points"] == 0 and des["aligned"]["issue_max_mape"] is None
 
 
+def test_report_heldout_all_counts_every_record(calibrated, capsys):
+    records, profile = calibrated
+    capsys.readouterr()
+    args = ("report", "--experiment", "micro", "--records", str(records), "--platform", str(profile), "--no-des",
+            "--json")
+    split = _json(capsys, *args)["experiments"]["micro"]
+    every = _json(capsys, *args, "--heldout", "all")["experiments"]["micro"]
+    assert split["n_heldout"] < every["n_heldout"] == every["n_points"] == split["n_points"]
+    assert "--heldout all" in every["split"] and every["split"] != split["split"]
+
+
+def test_report_heldout_bad_choice_is_one_line_exit_2(calibrated, capsys):
+    records, profile = calibrated
+    assert main(["report", "--experiment", "micro", "--records", str(records), "--heldout", "some"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--heldout" in err and len(err.splitlines()) == 1
+
+
 def test_report_html_and_all_experiments(calibrated, capsys, tmp_path):
     records, profile = calibrated
     out = tmp_path / "report.html"

@@ -17,7 +17,9 @@ def add_parser(sub):
     p.add_argument("--target", choices=("peer", "host"), default="peer",
                    help="where remote stores land: another GPU over NVLink (peer, N >= 2) or pinned host "
                         "memory over PCIe (host, any N >= 1)")
-    p.add_argument("--suite", choices=("full", "quick"), default="full", help="sweep size (default full)")
+    p.add_argument("--suite", choices=("full", "quick", "newk"), default="full",
+                   help="micro sweep: full (the calibration), quick (a smoke run), newk (validation "
+                        "at producer counts the full suite never runs); default full")
     return p
 
 

@@ -29,6 +29,9 @@ def add_parser(sub):
     p.add_argument("--records", nargs="+", metavar="FILE", help="record files (default: the shipped records)")
     p.add_argument("-o", "--output", metavar="report.html", help="write a self-contained HTML report (+ PNG per panel)")
     p.add_argument("--no-des", action="store_true", help="closed-form predictions only (skip the DES)")
+    p.add_argument("--heldout", choices=("split", "all"), default="split",
+                   help="micro: which records count as held out: the calibration's split (default), or all "
+                        "of them (records the profile's fit never saw, e.g. the newk suite)")
     p.add_argument("--paper-des", action="store_true", help="moe: also simulate the paper's Table 2 rows (~1 min)")
     p.add_argument("--moe-compute", choices=("auto", "roofline", "contention"),
                    help="moe: the builder's compute model for every config (default: the scenario's)")
@@ -51,7 +54,8 @@ class Built:
 def _micro(rs, platform, args) -> Built:
     from xsim.report import micro, micro_page
 
-    rep = micro.build(rs, platform, des=not args.no_des, trace_tails=_trace_tails(platform))
+    rep = micro.build(rs, platform, des=not args.no_des, trace_tails=_trace_tails(platform),
+                      holdout=args.heldout)
 
     def tables():
         s = rep.summary

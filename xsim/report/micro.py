@@ -153,16 +153,20 @@ def heldout_errors(rs: RecordSet, platform: Platform, trace_tails: dict | None =
 
 def build(rs: RecordSet, platform: Platform, des: bool = True, engine: str | None = None,
           trace_tails: dict | None = None, des_for: str = "report",
-          des_timeout_s: float | None = DEFAULT_TIMEOUT_S) -> MicroReport:
+          des_timeout_s: float | None = DEFAULT_TIMEOUT_S, holdout: str = "split") -> MicroReport:
     """Every store record of the profile's mechanism beside its predictions, plus the summary.
 
     ``trace_tails`` (:func:`calibration.tails.load_trace_tails`): measured max-over-CTA issue for
-    records that predate ``stats.issue_max_us``."""
+    records that predate ``stats.issue_max_us``. ``holdout``: ``"split"`` holds out the
+    calibration split's points (``calibration.dataset.split``); ``"all"`` every record (for records
+    the profile's fit never saw)."""
+    if holdout not in ("split", "all"):
+        raise ValueError(f'"holdout" must be "split" or "all", got {holdout!r}.')
     wanted = (platform.provenance or {}).get("fit", {}).get("mechanism")
     mech = choose_mechanism(rs, wanted if wanted in {r.params.get("mechanism") for r in rs.records} else None)
     recs = store_records(rs, mech)
     sp = split(recs)
-    held = {r.where for r in sp.heldout}
+    held = {r.where for r in (recs if holdout == "all" else sp.heldout)}
     engine = (engine or default_engine(platform)) if des else None
     rows, skipped = [], 0
     for rec in recs:
@@ -199,7 +203,7 @@ def build(rs: RecordSet, platform: Platform, des: bool = True, engine: str | Non
         "ce_ratio": _ce_ratio(rs, platform),
         "n_points": len(rows),
         "n_heldout": len(heldout),
-        "split": sp.describe(),
+        "split": sp.describe() if holdout == "split" else "held out: every record (--heldout all)",
         "heldout_errors_percent": {m: _errors(heldout, m) for m in models},
         "train_errors_percent": {m: _errors([r for r in rows if not r.heldout], m) for m in models},
         "des_engine": engine,

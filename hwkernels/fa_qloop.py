@@ -1,0 +1,173 @@
+"""The Q-loop of fa_kernels.fa_fwd_kernel (Triton device functions, inlined into it).
+
+_qloop: one tile's loop over the M/b_n K/V tiles, online softmax in base 2, fp32 accumulator:
+  S = Q K^T, softmax step, acc += P V, in that order each step (the shipped loop; its P V
+  wgmma and the next step's S run back to back, the softmax waits for both).
+_qloop_swp (constexpr SWP of the kernel): software-pipelined by one step, P_{j-1} V_{j-1} in
+  flight during the softmax of S_j; _pack / _unpack carry P as int16 bits (Triton would put a
+  carried bf16 tensor in shared memory), _hold keeps P_{j-1}'s registers until its wgmma is done
+  (hwkernels/fa_sass.py checks both in the SASS).
+PACE > 0 (MODE 3, fused-paced): after KV step j, _pace_step stores one row chunk of the
+program's previously staged tile to its remote owner (_store_chunk) every pace_stride steps.
+UPCAST / TMA as in fa_kernels.py.
+"""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _store_chunk(stage_ptr, remote_ptr, pend_off, c, do, row_stride, offs_c, offs_d,
+                 CH: tl.constexpr, D: tl.constexpr, MASKED: tl.constexpr = True):
+    # Rows c*CH .. c*CH+CH-1 of the staged tile to its remote owner (masked off unless `do`;
+    # MASKED False: the caller branched on `do`, plain loads and stores).
+    rows = c * CH + offs_c
+    src = stage_ptr + rows[:, None] * D + offs_d[None, :]
+    dst = remote_ptr + pend_off + rows[:, None].to(tl.int64) * row_stride + offs_d[None, :]
+    if MASKED:
+        mask = tl.full([CH, D], True, tl.int1) & do
+        tl.store(dst, tl.load(src, mask=mask, cache_modifier=".cg"), mask=mask)
+    else:
+        tl.store(dst, tl.load(src, cache_modifier=".cg"))
+
+
+@triton.jit
+def _softmax_step(qk, m_i, l_i, acc, qk_scale):
+    m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+    p = tl.math.exp2(qk * qk_scale - m_ij[:, None])
+    alpha = tl.math.exp2(m_i - m_ij)
+    return p, m_ij, l_i * alpha + tl.sum(p, 1), acc * alpha[:, None]
+
+
+@triton.jit
+def _load_kv(desc, ptr, kv_ptrs, row, UPCAST: tl.constexpr, TMA: tl.constexpr):
+    if TMA:
+        x = desc.load([row, 0])                            # [BLOCK_N, D]
+    else:
+        x = tl.load(ptr + kv_ptrs)
+    if UPCAST:
+        x = x.to(tl.float32)
+    return x
+
+
+@triton.jit
+def _pace_step(j, stage_ptr, remote_ptr, pend_off, pend, pace_stride, row_stride, offs_c,
+               offs_d, D: tl.constexpr, PACE: tl.constexpr, CHUNK: tl.constexpr,
+               BRANCH: tl.constexpr):
+    # After KV step j: one row chunk of the previous (staged) tile every pace_stride steps.
+    c = j // pace_stride
+    do = (pend != 0) & (j % pace_stride == 0) & (c < PACE)
+    if BRANCH:   # a uniform branch: the other KV steps run no chunk code
+        if do:
+            _store_chunk(stage_ptr, remote_ptr, pend_off, c, do, row_stride, offs_c,
+                         offs_d, CHUNK, D, False)
+    else:
+        _store_chunk(stage_ptr, remote_ptr, pend_off, c, do, row_stride, offs_c, offs_d,
+                     CHUNK, D)
+
+
+@triton.jit
+def _pack(p, dtype, UPCAST: tl.constexpr):
+    # P in the MMA's input type, carried across the loop as raw 16-bit integers: a bf16
+    # tensor carried as such is put in shared memory by Triton (then its wgmma is not async).
+    if UPCAST:
+        return p
+    return p.to(dtype).to(tl.int16, bitcast=True)
+
+
+@triton.jit
+def _hold(p_new, p_old, zero16, l_i, UPCAST: tl.constexpr):
+    # Returns p_new once this warpgroup's wgmma P_{j-1} V_{j-1} is complete, with a read of
+    # p_old after that wait: the registers of P_{j-1}, which the wgmma reads asynchronously,
+    # stay allocated to it until then (ptxas does not protect a wgmma's A registers, and
+    # Triton's waits hold only its accumulator). The wait is predicated on the row sums l_i
+    # (the softmax's last result; the predicate is true at run time), so it is not hoisted
+    # above the softmax. zero16 is 0 at run time, unknown to the compiler, so neither the
+    # predicate nor the read of p_old can be folded: $0 = ($2 & $3) ^ $1 per 32-bit register.
+    if UPCAST:
+        return p_new
+    return tl.inline_asm_elementwise(
+        "{\n\t.reg .pred q;\n\t.reg .b32 t;\n\tand.b32 t, $4, $3;\n\t"
+        "setp.eq.b32 q, t, 0;\n\t@q wgmma.wait_group.sync.aligned 0;\n\t"
+        "lop3.b32 $0, $2, $3, $1, 0x6A;\n\t}", "=r,r,r,r,r,r",
+        [p_new, p_old, zero16, tl.broadcast_to(l_i[:, None], p_new.shape)], dtype=tl.int16,
+        is_pure=False, pack=2)
+
+
+@triton.jit
+def _unpack(p, dtype, UPCAST: tl.constexpr):
+    if UPCAST:
+        return p
+    return p.to(dtype, bitcast=True)
+
+
+@triton.jit
+def _qloop_swp(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n, offs_d,
+               qk_scale, stage_ptr, remote_ptr, pend_off, pend, pace_stride, row_stride, offs_c,
+               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr,
+               UPCAST: tl.constexpr, TMA: tl.constexpr, PACE: tl.constexpr,
+               CHUNK: tl.constexpr, BRANCH: tl.constexpr):
+    # Software-pipelined by one KV step (FA3's intra-warpgroup overlap): iteration j issues
+    # S_j = Q K_j^T (waited at once), rescales acc, issues P_{j-1} V_{j-1} and runs the softmax
+    # of S_j while that wgmma is still on the tensor cores. Its result is only carried to the
+    # next iteration, so Triton keeps it async (waited by the next S's wait). Same arithmetic
+    # as _qloop: acc_j = acc_{j-1} * alpha_{j-1} + P_{j-1} V_{j-1}, P_j at the row max m_j.
+    kv_ptrs = kv_base + offs_n[:, None].to(tl.int64) * D + offs_d[None, :]
+    k = _load_kv(desc_k, k_ptr, kv_ptrs, kv_row0, UPCAST, TMA)
+    qk = tl.dot(q, tl.trans(k))
+    m_i = tl.max(qk, 1) * qk_scale
+    p = tl.math.exp2(qk * qk_scale - m_i[:, None])
+    l_i = tl.sum(p, 1)
+    p = _pack(p, q.dtype, UPCAST)                          # carried as 16-bit integers
+    alpha = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
+    acc = tl.zeros([BLOCK_M, D], dtype=tl.float32)
+    zero16 = (tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.int32) + (seq >> 31)).to(tl.int16)
+    row = kv_row0
+    for start_n in range(BLOCK_N, seq, BLOCK_N):
+        k = _load_kv(desc_k, k_ptr, kv_ptrs + BLOCK_N * D, row + BLOCK_N, UPCAST, TMA)
+        qk = tl.dot(q, tl.trans(k))                        # S_j (its wait also ends PV_{j-2})
+        acc = acc * alpha[:, None]
+        v = _load_kv(desc_v, v_ptr, kv_ptrs, row, UPCAST, TMA)
+        acc = tl.dot(_unpack(p, q.dtype, UPCAST), v, acc)  # + P_{j-1} V_{j-1}, left in flight
+        m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+        p_new = tl.math.exp2(qk * qk_scale - m_ij[:, None])
+        alpha = tl.math.exp2(m_i - m_ij)
+        l_i = l_i * alpha + tl.sum(p_new, 1)
+        p = _hold(_pack(p_new, q.dtype, UPCAST), p, zero16, l_i, UPCAST)
+        m_i = m_ij
+        if PACE > 0:
+            _pace_step(start_n // BLOCK_N - 1, stage_ptr, remote_ptr, pend_off, pend,
+                       pace_stride, row_stride, offs_c, offs_d, D, PACE, CHUNK, BRANCH)
+        kv_ptrs += BLOCK_N * D
+        row += BLOCK_N
+    v = _load_kv(desc_v, v_ptr, kv_ptrs, row, UPCAST, TMA)
+    acc = tl.dot(_unpack(p, q.dtype, UPCAST), v, acc * alpha[:, None])
+    if PACE > 0:
+        _pace_step(seq // BLOCK_N - 1, stage_ptr, remote_ptr, pend_off, pend, pace_stride,
+                   row_stride, offs_c, offs_d, D, PACE, CHUNK, BRANCH)
+    return acc / l_i[:, None]
+
+
+@triton.jit
+def _qloop(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n, offs_d, qk_scale,
+           stage_ptr, remote_ptr, pend_off, pend, pace_stride, row_stride, offs_c,
+           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr,
+           UPCAST: tl.constexpr, TMA: tl.constexpr, PACE: tl.constexpr,
+           CHUNK: tl.constexpr, BRANCH: tl.constexpr):
+    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, D], dtype=tl.float32)
+    kv_ptrs = kv_base + offs_n[:, None].to(tl.int64) * D + offs_d[None, :]
+    row = kv_row0
+    for start_n in range(0, seq, BLOCK_N):
+        k = _load_kv(desc_k, k_ptr, kv_ptrs, row, UPCAST, TMA)
+        qk = tl.dot(q, tl.trans(k))                        # [BLOCK_M, BLOCK_N] fp32
+        p, m_i, l_i, acc = _softmax_step(qk, m_i, l_i, acc, qk_scale)
+        v = _load_kv(desc_v, v_ptr, kv_ptrs, row, UPCAST, TMA)
+        acc = tl.dot(p.to(v.dtype), v, acc)
+        if PACE > 0:
+            _pace_step(start_n // BLOCK_N, stage_ptr, remote_ptr, pend_off, pend, pace_stride,
+                       row_stride, offs_c, offs_d, D, PACE, CHUNK, BRANCH)
+        kv_ptrs += BLOCK_N * D
+        row += BLOCK_N
+    return acc / l_i[:, None]
