@@ -8,6 +8,7 @@ fixed number of times, and returns one parameter set with everything needed to a
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -72,6 +73,7 @@ class FitResult:
     mechanism_drain_gbps: dict[str, float] = field(default_factory=dict)
     baseline_gbps: dict[str, float] = field(default_factory=dict)
     threads_fit: dict = field(default_factory=dict)   # the threads-per-CTA term (calibration.threads)
+    free_running_fit: dict = field(default_factory=dict)  # IssueModel.free_running_factor's fit
 
 
 def _t0(theta, p: Points) -> np.ndarray:
@@ -186,6 +188,30 @@ def fit_points(p: Points) -> Stages:
     return Stages(drain, issue, knee_fits, cap_fit, model, loop, barrier)
 
 
+FREE_RUNNING_GAIN = 0.8   # the factor is kept only if it cuts its points' rms relative residual by 20 %
+
+
+def fit_free_running_factor(p: Points, issue: IssueModel, r: float) -> tuple[IssueModel, dict]:
+    """IssueModel.free_running_factor from the free-running periodic points on the recovered plateau
+    (gap >= 1.1 G*; unlike the T_iss0 stage, whatever V: out of phase, a free-running burst never
+    presents V at once): the median of issue / T_iss0, kept only if it cuts their rms relative
+    residual by :data:`FREE_RUNNING_GAIN`."""
+    t0 = np.asarray([issue.t_iss0_us(int(k), float(b)) for k, b in zip(p.producers, p.burst_bytes)])
+    g_star = drain_time_us(p.volume_bytes, r) - t0
+    sel = ~p.isolated & ~p.aligned & (p.gap_us >= stages.RECOVERED_GAP_MARGIN * g_star)
+    if sel.sum() < 3:
+        return issue, {"n_points": int(sel.sum()), "factor": None, "note": "fewer than 3 free-running plateau points"}
+    ratio = p.issue_us[sel] / t0[sel]
+    factor = float(np.median(ratio))
+    before, after = (float(np.sqrt(np.mean((x - 1.0) ** 2))) for x in (ratio, ratio / factor))
+    kept = after < FREE_RUNNING_GAIN * before
+    out = {"n_points": int(sel.sum()), "median_ratio": factor, "rms_rel_residual_without": before,
+           "rms_rel_residual_with": after, "factor": factor if kept else None,
+           "method": "free-running periodic training points on the recovered plateau: issue / T_iss0; the median "
+                     "ratio, kept if it cuts their rms relative residual by 20 % (calibration/fit.py)"}
+    return (dataclasses.replace(issue, free_running_factor=factor) if kept else issue), out
+
+
 def _mechanism_drains(rs: RecordSet, chosen: str, r_chosen: float) -> dict[str, float]:
     """R per store mechanism: the chosen one's fit; others from the largest-volume half of their
     aligned zero-gap periods."""
@@ -228,6 +254,7 @@ def fit_records(rs: RecordSet, mechanism: str | None = None, statistic: str = "m
         issue, threads_fit = fit_thread_terms(rs, mech, int(threads), issue, st.capacity_model, r, sp.heldout_producers)
     else:
         threads_fit = {"n_points": 0, "note": "records name no thread count"}
+    issue, free_fit = fit_free_running_factor(Points.of(sp.train, statistic), issue, r)
     return FitResult(mech, threads, statistic, r, issue, st.capacity_model,
                      st.drain, st.issue, st.knee_fits, st.capacity, st.burst_overhead, st.grid_barrier, sp,
-                     rs.sha256, _mechanism_drains(rs, mech, r), _baselines(rs), threads_fit)
+                     rs.sha256, _mechanism_drains(rs, mech, r), _baselines(rs), threads_fit, free_fit)

@@ -105,9 +105,13 @@ def _arbitration(weights, spread=None) -> dict | None:
             "des_issue_us": dict(zip(stats, spread.predicted)),
             "des_issue_us_without_spread": dict(zip(stats, spread.at_zero)),
             "rms_log_error": spread.rms_log_error,
-            "method": "weights indexed by the SM each producer ran on (trace smid); per-burst lognormal factors "
-                      "with sigma on a fixed grid fitted so that the DES of the trace's point matches its mean, "
-                      "p90 and mean per-burst max issue (calibration/spread.py)"}
+            "weight_exponent": spread.weight_exponent,
+            "by_weight_exponent": [{"weight_exponent": e, "burst_sigma": sg, "rms_log_error": err}
+                                   for e, sg, err in spread.by_exponent],
+            "method": "weights indexed by the SM each producer ran on (trace smid), shrunk to w ** weight_exponent; "
+                      "per-burst lognormal factors with sigma on a fixed grid fitted so that the DES of the trace's "
+                      "point matches its mean, p90 and mean per-burst max issue, at each weight exponent of a grid; "
+                      "a shrink (exponent < 1) only if it cuts the rms log error by 20 % (calibration/spread.py)"}
     return out
 
 
@@ -155,6 +159,7 @@ def build_profile(fit: FitResult, rs: RecordSet, name: str, description: str = "
             "burst_overhead": stage_summary(fit.burst_overhead),
             "grid_barrier": stage_summary(fit.grid_barrier),
             "t_iss0_threads": fit.threads_fit,
+            "t_iss0_free_running": fit.free_running_fit,
         },
         "headline": _headline(base, fit),
         "arbitration": _arbitration(weights, spread),

@@ -8,6 +8,15 @@ make an aligned burst's slowest CTA too fast in the DES (NVLink 7.3 vs 8.6 us me
 fixed grid whose DES run of the trace's own point best matches the trace's mean, p90 and mean
 per-burst max issue time (least squares in log). It is fitted once, on that one training point,
 and then predicts every other point.
+
+The static weights are per-producer means of that one trace; over PCIe most of their spread is
+the per-burst draw (run-to-run correlation 0.03), and as static weights they make the burst's
+mean too high (PCIe host: DES mean 10.0 us against 7.41 measured at the best sigma) and
+free-running CTAs twice as unequal as measured. So the same fit also tries shrinking them,
+``weight_exponent`` e on :data:`EXPONENT_GRID` (an SM weighs ``w ** e``), with sigma refitted at
+each e; a shrink is kept only if it cuts the rms log error by 20 % (:data:`SHRINK_GAIN`, the
+rule of the other optional forms): PCIe host e = 0.75 (0.179 -> 0.125), NVLink keeps e = 1
+(0.0233 -> 0.0221 at 0.75 is not 20 %).
 """
 
 from __future__ import annotations
@@ -26,6 +35,8 @@ from xsim.platform import Platform
 
 SIGMA_GRID = tuple(round(0.025 * i, 3) for i in range(41))   # 0 .. 1
 SEED = 0
+EXPONENT_GRID = (1.0, 0.75, 0.5, 0.25, 0.0)   # 1 first: the measured weights unless a shrink wins
+SHRINK_GAIN = 0.8
 
 
 @dataclass(frozen=True)
@@ -36,6 +47,8 @@ class SpreadFit:
     predicted: tuple[float, float, float]   # the DES at the fitted sigma
     at_zero: tuple[float, float, float]     # the DES with the SM weights and no spread
     rms_log_error: float
+    weight_exponent: float = 1.0
+    by_exponent: tuple = ()                 # (e, best sigma, rms log error) per e of the grid
 
 
 def _trace_point(path: Path) -> tuple[dict, tuple[float, float, float]]:
@@ -76,15 +89,27 @@ def fit_spread(platform: Platform, trace: Path, traces_folder: Path, mechanism: 
     k = params["producers"]
     ref_bytes = max(params["burst_bytes"] - platform.capacity_bytes(k) / k, 1.0)
     target = np.log(measured)
-    best = None
+    fits = [_fit_sigma(platform, params, target, sm_weights, placements, ref_bytes, e) for e in EXPONENT_GRID]
+    chosen = fits[0]
+    best = min(fits[1:], key=lambda f: f[0], default=None)
+    if best is not None and best[0] < SHRINK_GAIN * chosen[0]:
+        chosen = best
+    err, sigma, arb, pred, at_zero, e = chosen
+    return SpreadFit(arb, sigma, measured, tuple(pred), tuple(at_zero), err, e,
+                     tuple((f[5], f[1], f[0]) for f in fits))
+
+
+def _fit_sigma(platform, params, target, sm_weights, placements, ref_bytes, exponent):
+    """sigma on the grid (first best) at one weight exponent: (rms log error, sigma, Arbitration,
+    prediction, prediction at sigma 0, exponent)."""
+    best = at_zero = None
     for sigma in SIGMA_GRID:
         arb = Arbitration(sm_weights=sm_weights, placements=placements, burst_sigma=sigma, seed=SEED,
-                          sigma_ref_bytes=ref_bytes)
+                          sigma_ref_bytes=ref_bytes, weight_exponent=exponent)
         pred = _simulate(params, dataclasses.replace(platform, arbitration=arb))
         err = float(np.sqrt(np.mean((np.log(pred) - target) ** 2)))
         if sigma == 0:
             at_zero = pred
         if best is None or err < best[0] - 1e-12:
             best = (err, sigma, arb, pred)
-    err, sigma, arb, pred = best
-    return SpreadFit(arb, sigma, measured, tuple(pred), tuple(at_zero), err)
+    return (*best, at_zero, exponent)

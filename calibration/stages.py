@@ -31,6 +31,7 @@ DRAIN_LIMITED_MARGIN = 1.25
 RECOVERED_GAP_MARGIN = 1.10
 CAPACITY_MARGIN = 0.90
 TWO_RATE_GAIN = 0.8   # the two-rate T_iss0 form is kept only if it cuts the rms residual by 20 %
+POWER_CAPACITY_GAIN = 0.8   # the power-law Q(K) is taken only if it cuts the best other rms residual by 20 %
 
 
 class FitError(ValueError):
@@ -109,6 +110,11 @@ def capacity_residuals(theta, producers, capacity_bytes):
 def affine_capacity_residuals(theta, producers, capacity_bytes):
     """theta = [shared_mib, q_per_producer_kib]: Q(K) = Q_shared + K q_producer."""
     return (theta[0] * MIB + producers * theta[1] * KIB) / capacity_bytes - 1.0
+
+
+def power_capacity_residuals(theta, producers, capacity_bytes):
+    """theta = [q_one_producer_kib, exponent]: Q(K) = q_1 K^p (concave for p < 1)."""
+    return theta[0] * KIB * np.power(producers, theta[1]) / capacity_bytes - 1.0
 
 
 def constant_residuals(theta, values_us):
@@ -230,15 +236,29 @@ def fit_capacity_affine(producers, capacity_bytes) -> StageFit:
                   ("shared_mib", "per_producer_kib"), [0.0, 1e-6], [1e6, 1e6])
 
 
+def fit_capacity_power(producers, capacity_bytes) -> StageFit:
+    p0 = float(np.polyfit(np.log(producers), np.log(capacity_bytes), 1)[0]) if np.unique(producers).size > 1 else 1.0
+    p0 = min(max(p0, 0.05), 2.0)
+    q1 = float(np.exp(np.mean(np.log(capacity_bytes) - p0 * np.log(producers)))) / KIB
+    return _stage(power_capacity_residuals, [q1, p0], (producers, capacity_bytes),
+                  ("one_producer_kib", "exponent"), [1e-6, 0.01], [1e9, 2.0])
+
+
 def capacity_model(q_by_k: dict[int, float]) -> tuple[CapacityModel, StageFit | None]:
-    """CapacityModel from per-K knees: a single K gives a constant; else the better (lower rms
-    residual over the knees) of min(K q, Q_max) and the affine Q_shared + K q."""
+    """CapacityModel from per-K knees: a single K gives a constant; else the best (lowest rms
+    residual over the knees) of min(K q, Q_max), the affine Q_shared + K q and, with three or
+    more knees, the power law q_1 K^p (which must beat both by 20 % of its rms to be taken)."""
     ks = np.asarray(sorted(q_by_k), float)
     qs = np.asarray([q_by_k[int(k)] for k in ks])
     if ks.size < 2:
         return CapacityModel(max_bytes=float(qs[0])), None
     fit = fit_capacity(ks, qs)
     affine = fit_capacity_affine(ks, qs)
+    if ks.size >= 3:
+        power = fit_capacity_power(ks, qs)
+        if power.rms_residual < POWER_CAPACITY_GAIN * min(fit.rms_residual, affine.rms_residual):
+            return CapacityModel(per_producer_bytes=power.value("one_producer_kib") * KIB,
+                                 exponent=power.value("exponent")), power
     if affine.rms_residual < fit.rms_residual:
         shared, q_per = affine.value("shared_mib") * MIB, affine.value("per_producer_kib") * KIB
         return CapacityModel(per_producer_bytes=q_per, shared_bytes=shared if shared > 0 else None), affine

@@ -36,6 +36,18 @@ def test_group_weights_split_a_group_share_among_its_active_ctas():
     assert arb.weights_for(2) == pytest.approx([4.0, 2.0])      # a lone CTA gets its group's share
 
 
+def test_weight_exponent_shrinks_the_static_weights_towards_equal():
+    w = (1.0, 4.0, 0.25, 1.0)
+    arb = Arbitration(sm_weights=w, placements={3: (1, 2, 0)}, weight_exponent=0.5)
+    assert arb.weights_for(3) == pytest.approx([2.0, 0.5, 1.0])
+    assert Arbitration(sm_weights=w, placements={3: (1, 2, 0)}, weight_exponent=0.0).weights_for(3) == [1.0] * 3
+    same = Arbitration(sm_weights=w, placements={3: (1, 2, 0)})
+    assert same.weights_for(3) == [4.0, 0.25, 1.0]                # 1: the measured weights, bit for bit
+    assert "weight_exponent" not in same.to_dict()                 # older profiles keep their bytes
+    back = Arbitration.from_dict(json.loads(json.dumps(arb.to_dict())))
+    assert back == arb and back.weights_for(3) == arb.weights_for(3)
+
+
 def test_burst_factors_are_seeded_mean_one_and_shrink_with_the_backlog():
     arb = Arbitration(burst_sigma=0.4, seed=7, sigma_ref_bytes=2000.0)
     f = arb.burst_factors(200, 50)
@@ -55,6 +67,8 @@ def test_burst_factors_are_seeded_mean_one_and_shrink_with_the_backlog():
     ({"burst_sigma": -0.1}, "burst_sigma"),
     ({"sigma_ref_bytes": 0.0}, "sigma_ref_bytes"),
     ({"group_sms": 0}, "group_sms"),
+    ({"weight_exponent": 1.5}, "weight_exponent"),
+    ({"weight_exponent": -0.1}, "weight_exponent"),
 ])
 def test_bad_arbitration_is_refused(kwargs, message):
     with pytest.raises(ArbitrationError, match=message):

@@ -60,3 +60,16 @@ def test_predict_is_the_closed_form_of_the_same_point():
 def test_arbitration_weights_come_from_the_platform():
     w, _ = build()
     np.testing.assert_array_equal(w.producer_weight, toy_platform().weights_for(3))
+
+
+def test_free_running_factor_scales_free_running_bursts_only():
+    import dataclasses
+    base = toy_platform()
+    fast = dataclasses.replace(base, issue=dataclasses.replace(base.issue, free_running_factor=0.8))
+    for given, scaled in (({"aligned": False}, True), ({"aligned": True}, False), ({"mode": "isolated"}, False)):
+        params = resolve(microbench.PARAMS, {"producers": 3, "bursts": 4, "warmup_bursts": 1, "burst_bytes": 1000,
+                                             "gap_us": 2.0, **given}, "test")
+        plain, other = microbench.build(params, base), microbench.build(params, fast)
+        burst = plain.bytes > 0
+        ratio = other.t_iss0_us[burst] / plain.t_iss0_us[burst]
+        np.testing.assert_allclose(ratio, 0.8 if scaled else 1.0)

@@ -69,3 +69,30 @@ def test_ci_from_jacobian_is_finite_and_residuals_are_kept(fitted):
 def test_too_few_points_is_a_fit_error():
     with pytest.raises(FitError, match="at least two"):
         fit_drain([1e6], [3.0])
+
+
+def test_free_running_factor_is_the_median_plateau_ratio_and_kept_only_if_it_helps():
+    import dataclasses
+
+    import numpy as np
+
+    from calibration.fit import Points, fit_free_running_factor
+    from xsim.platform import IssueModel
+
+    law = IssueModel(t_fixed_us=0.1, producer_issue_gbps=50.0)
+
+    def points(ratio):
+        n = len(ratio)
+        k, b = np.full(n, 4.0), np.full(n, 4096.0)
+        t0 = np.asarray([law.t_iss0_us(4, 4096.0)] * n)
+        gap = np.full(n, 1e3)                                              # far past G*
+        return Points((None,) * n, k, b, gap, np.zeros(n, bool), np.zeros(n, bool), np.zeros(n),
+                      t0 * np.asarray(ratio), gap + t0)
+
+    issue, out = fit_free_running_factor(points([0.87, 0.88, 0.9, 0.86]), law, 50.0)
+    assert issue.free_running_factor == pytest.approx(0.875) and out["factor"] == pytest.approx(0.875)
+    assert dataclasses.replace(issue, free_running_factor=None) == law
+    issue, out = fit_free_running_factor(points([0.99, 1.02, 1.0, 0.98]), law, 50.0)
+    assert issue is law and out["factor"] is None                            # no 20 % gain: no factor
+    issue, out = fit_free_running_factor(points([0.9, 0.9]), law, 50.0)
+    assert issue is law and out["n_points"] == 2                              # too few points

@@ -20,3 +20,28 @@ def test_capacity_is_the_smaller_of_its_bounds_and_refuses_bad_numbers():
     with pytest.raises(ProfileError, match='"max_bytes" must be a finite number > 0'):
         CapacityModel(max_bytes=-1.0)
     assert IssueModel(t_fixed_us=0.5).t_iss0_us(132, 32768) >= 0.5
+
+
+def test_capacity_power_law_is_concave_and_serialises_only_when_set():
+    q = CapacityModel(per_producer_bytes=425e3, exponent=0.46)
+    qs = [q.capacity_bytes(k) for k in (16, 33, 66, 132)]
+    assert qs[0] == pytest.approx(425e3 * 16 ** 0.46)
+    assert all(b > a for a, b in zip(qs, qs[1:]))                    # grows with K ...
+    assert all(b / a < 2 for a, b in zip(qs[1:], qs[2:]))              # ... less than in proportion
+    assert q.to_dict()["exponent"] == 0.46
+    linear = CapacityModel(per_producer_bytes=20e3, shared_bytes=1e6)
+    assert "exponent" not in linear.to_dict()                            # older profiles keep their bytes
+    assert CapacityModel(per_producer_bytes=20e3, shared_bytes=1e6, exponent=1.0).capacity_bytes(66) \
+        == linear.capacity_bytes(66)
+    with pytest.raises(ProfileError, match='"exponent" needs "per_producer_bytes"'):
+        CapacityModel(max_bytes=1e6, exponent=0.5)
+    with pytest.raises(ProfileError, match=r'"exponent" must be a number in \(0, 2\]'):
+        CapacityModel(per_producer_bytes=1e3, exponent=0.0)
+
+
+def test_free_running_factor_is_optional_and_checked():
+    assert IssueModel(t_fixed_us=0.5).free_running_factor is None
+    assert IssueModel(t_fixed_us=0.5, free_running_factor=0.87).free_running_factor == 0.87
+    for bad in (0.0, -1.0, 3.0, float("nan"), True):
+        with pytest.raises(ProfileError, match='"free_running_factor" must be a number in'):
+            IssueModel(t_fixed_us=0.5, free_running_factor=bad)

@@ -15,6 +15,14 @@ A burst's share of the drain averages over the stores a CTA waits for, so with
 ``sigma(x) = burst_sigma * sqrt(sigma_ref_bytes / max(x, sigma_ref_bytes / 4))``, ``burst_sigma``
 being the value at the fitted point's backlog ``sigma_ref_bytes``.
 
+The per-SM weights are measured as per-producer means over a few bursts of one trace; where
+every burst re-draws the order (PCIe host: log-std 1.0 per burst, run-to-run correlation of the
+means 0.03) most of their spread is that draw, not a property of the SM, and as static weights
+they make free-running CTAs (which get no per-burst spread) twice as unequal as measured
+(per-CTA period cv 0.25 vs 0.12 at K = 132 x 32 KiB, zero gap). ``weight_exponent`` e shrinks
+the static part: an SM weighs ``sm_weights[s] ** e`` (1: as measured, 0: equal), e fitted with
+the spread on the weight trace's own point (calibration/spread.py).
+
 ``placements`` holds the measured SM of every CTA per traced K; a K without a measured placement
 uses the first K entries of the smallest traced K' >= K (else of the largest). Without
 ``sm_weights`` every SM weighs 1; ``burst_sigma = 0`` means no per-burst spread.
@@ -46,6 +54,7 @@ class Arbitration:
     seed: int = 0
     sigma_ref_bytes: float | None = None
     group_sms: int = 1
+    weight_exponent: float = 1.0
 
     def __post_init__(self) -> None:
         if self.sm_weights is not None:
@@ -68,6 +77,9 @@ class Arbitration:
             raise ArbitrationError(f'"sigma_ref_bytes" must be a finite number > 0, got {self.sigma_ref_bytes!r}')
         if not isinstance(self.group_sms, int) or self.group_sms < 1:
             raise ArbitrationError(f'"group_sms" must be an integer >= 1, got {self.group_sms!r}')
+        if not isinstance(self.weight_exponent, (int, float)) or isinstance(self.weight_exponent, bool) \
+                or not math.isfinite(self.weight_exponent) or not 0 <= self.weight_exponent <= 1:
+            raise ArbitrationError(f'"weight_exponent" must be a number in [0, 1], got {self.weight_exponent!r}')
         if not isinstance(self.seed, int) or self.seed < 0:
             raise ArbitrationError(f'"seed" must be an integer >= 0, got {self.seed!r}')
 
@@ -83,11 +95,13 @@ class Arbitration:
         return tuple(base[p % len(base)] for p in range(producers))
 
     def weights_for(self, producers: int) -> list[float]:
-        """Static weight of CTA 0..K-1: the weight of the SM it runs on."""
+        """Static weight of CTA 0..K-1: the weight of the SM it runs on (shrunk by ``weight_exponent``)."""
         if self.sm_weights is None:
             return [1.0] * producers
         sms = self.placement(producers)
         w = self.sm_weights
+        if self.weight_exponent != 1.0:
+            w = tuple(x ** self.weight_exponent for x in w)
         if self.group_sms == 1:
             return [w[s % len(w)] for s in sms]
         g = self.group_sms                         # the group's share, split among its active CTAs
@@ -116,7 +130,8 @@ class Arbitration:
         return {"sm_weights": None if self.sm_weights is None else list(self.sm_weights),
                 "placements": {str(k): list(s) for k, s in self.placements},
                 "burst_sigma": self.burst_sigma, "seed": self.seed, "sigma_ref_bytes": self.sigma_ref_bytes,
-                "group_sms": self.group_sms}
+                "group_sms": self.group_sms,
+                **({"weight_exponent": self.weight_exponent} if self.weight_exponent != 1.0 else {})}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> "Arbitration | None":
@@ -124,4 +139,5 @@ class Arbitration:
             return None
         return cls(sm_weights=data.get("sm_weights"), placements=data.get("placements") or (),
                    burst_sigma=data.get("burst_sigma", 0.0), seed=data.get("seed", 0),
-                   sigma_ref_bytes=data.get("sigma_ref_bytes"), group_sms=data.get("group_sms", 1))
+                   sigma_ref_bytes=data.get("sigma_ref_bytes"), group_sms=data.get("group_sms", 1),
+                   weight_exponent=data.get("weight_exponent", 1.0))

@@ -155,8 +155,8 @@ class Platform:
             "drain_rate_gbps": self.drain_rate_gbps,
             "link_drain_rate_gbps": self.link_drain_rate_gbps,
             "t_iss0": {k: v for k, v in dataclasses.asdict(self.issue).items()
-                       if v is not None or k not in ("threads_ref", "thread_terms")},
-            "capacity": dataclasses.asdict(self.capacity),
+                       if v is not None or k not in ("threads_ref", "thread_terms", "free_running_factor")},
+            "capacity": self.capacity.to_dict(),
             "arbitration": {"producer_weights": None if self.producer_weights is None else list(self.producer_weights),
                             **(self.arbitration.to_dict() if self.arbitration is not None else {})},
             "microbench": {"grid_barrier_us": self.grid_barrier_us, "burst_overhead_us": self.burst_overhead_us},

@@ -7,6 +7,7 @@ numbers and raise :class:`ProfileError` (re-exported by :mod:`xsim.platform`).
 from __future__ import annotations
 
 import math
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,6 +43,13 @@ class IssueModel:
     and ``thread_terms`` holds ``(threads, extra_us, extra_us_per_kib)`` per measured thread
     count, added as ``extra_us + extra_us_per_kib * B / KiB``; between measured counts the terms
     are interpolated in log2(threads), outside them clamped. ``threads = None`` is the reference.
+
+    ``free_running_factor`` (optional; None: 1): the issue time of a free-running microbenchmark
+    burst is that factor times T_iss0. The law is fitted where every CTA starts its burst at once
+    (isolated and aligned bursts, and free-running ones share the fit); free-running CTAs drift out
+    of phase, and over NVLink a CTA that issues while few others do is 8-13 % faster on the
+    recovered plateau (0.47 vs 0.54 us at 32 KiB; PCIe host: within +-7 %, no factor). A fixed
+    factor stands for a dependence on how many CTAs issue at once that the DES does not follow.
     """
 
     t_fixed_us: float = 0.0
@@ -51,6 +59,7 @@ class IssueModel:
     fast_issue_gbps: float | None = None
     threads_ref: int | None = None
     thread_terms: tuple[tuple[int, float, float], ...] | None = None
+    free_running_factor: float | None = None
 
     def __post_init__(self) -> None:
         if self.thread_terms is not None:
@@ -69,6 +78,10 @@ class IssueModel:
         _positive("fast_issue_gbps", self.fast_issue_gbps, allow_none=True)
         if (self.fast_bytes is None) != (self.fast_issue_gbps is None):
             raise ProfileError('"fast_bytes" and "fast_issue_gbps" must be given together')
+        if self.free_running_factor is not None and not (
+                isinstance(self.free_running_factor, (int, float)) and not isinstance(self.free_running_factor, bool)
+                and math.isfinite(self.free_running_factor) and 0 < self.free_running_factor <= 2):
+            raise ProfileError(f'"free_running_factor" must be a number in (0, 2], got {self.free_running_factor!r}')
 
     def thread_extra_us(self, threads: int | None, burst_bytes: float) -> float:
         """The threads-per-CTA term at ``threads`` (0 for the reference count or without terms)."""
@@ -102,16 +115,21 @@ class IssueModel:
 
 @dataclass(frozen=True)
 class CapacityModel:
-    """Effective outstanding capacity Q(K) = min(shared_bytes + K * per_producer_bytes, max_bytes).
+    """Effective outstanding capacity Q(K) = min(shared_bytes + per_producer_bytes * K**exponent, max_bytes).
 
     Either bound may be ``None`` (absent); at least one must be given. ``shared_bytes`` (default
     0) is a part of the capacity that does not scale with the producers (measured on H200:
-    Q(K) is affine in K, docs/calibration.md); it needs ``per_producer_bytes``.
+    Q(K) is affine in K over NVLink, docs/calibration.md); it needs ``per_producer_bytes``.
+    ``exponent`` (default None: 1, the linear law) makes the producers' part a power law,
+    concave for exponent < 1 (over PCIe the knees grow by about the same amount per doubling
+    of K: each added CTA gets less staging, docs/calibration.md "Capacity"); it needs
+    ``per_producer_bytes`` (then the bytes of one producer).
     """
 
     max_bytes: float | None = None
     per_producer_bytes: float | None = None
     shared_bytes: float | None = None
+    exponent: float | None = None
 
     def __post_init__(self) -> None:
         if self.max_bytes is None and self.per_producer_bytes is None:
@@ -125,9 +143,20 @@ class CapacityModel:
                     or not math.isfinite(self.shared_bytes) \
                     or self.shared_bytes < 0:
                 raise ProfileError(f'"shared_bytes" must be a finite number >= 0, got {self.shared_bytes!r}')
+        if self.exponent is not None:
+            if self.per_producer_bytes is None:
+                raise ProfileError('"exponent" needs "per_producer_bytes"')
+            if not isinstance(self.exponent, (int, float)) or isinstance(self.exponent, bool) \
+                    or not math.isfinite(self.exponent) or not 0 < self.exponent <= 2:
+                raise ProfileError(f'"exponent" must be a number in (0, 2], got {self.exponent!r}')
 
     def capacity_bytes(self, producers: int) -> float:
         bounds = [b for b in (self.max_bytes,) if b is not None]
         if self.per_producer_bytes is not None:
-            bounds.append((self.shared_bytes or 0.0) + producers * self.per_producer_bytes)
+            scaled = producers if self.exponent is None else float(producers) ** self.exponent
+            bounds.append((self.shared_bytes or 0.0) + scaled * self.per_producer_bytes)
         return min(bounds)
+
+    def to_dict(self) -> dict:
+        """The profile's ``capacity`` object (``exponent`` only when set: older profiles unchanged)."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "exponent" or v is not None}
