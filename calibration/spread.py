@@ -37,6 +37,10 @@ SIGMA_GRID = tuple(round(0.025 * i, 3) for i in range(41))   # 0 .. 1
 SEED = 0
 EXPONENT_GRID = (1.0, 0.75, 0.5, 0.25, 0.0)   # 1 first: the measured weights unless a shrink wins
 SHRINK_GAIN = 0.8
+# the per-burst capacity share (Arbitration.capacity_sigma), tried after e and sigma: each value with
+# e on EXPONENT_GRID and sigma on a coarse grid, kept under the same 20 % rule
+CAPACITY_GRID = (0.05, 0.1, 0.15, 0.2)
+CAPACITY_SIGMA_GRID = (0.025, 0.1, 0.2, 0.35, 0.5, 0.75)
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,8 @@ class SpreadFit:
     rms_log_error: float
     weight_exponent: float = 1.0
     by_exponent: tuple = ()                 # (e, best sigma, rms log error) per e of the grid
+    capacity_sigma: float = 0.0
+    by_capacity: tuple = ()                 # (capacity sigma, best e, best sigma, rms log error)
 
 
 def _trace_point(path: Path) -> tuple[dict, tuple[float, float, float]]:
@@ -95,21 +101,32 @@ def fit_spread(platform: Platform, trace: Path, traces_folder: Path, mechanism: 
     if best is not None and best[0] < SHRINK_GAIN * chosen[0]:
         chosen = best
     err, sigma, arb, pred, at_zero, e = chosen
-    return SpreadFit(arb, sigma, measured, tuple(pred), tuple(at_zero), err, e,
-                     tuple((f[5], f[1], f[0]) for f in fits))
+    by_exponent = tuple((f[5], f[1], f[0]) for f in fits)
+    tried = [_fit_sigma(platform, params, target, sm_weights, placements, ref_bytes, ex, c, CAPACITY_SIGMA_GRID)
+             for c in CAPACITY_GRID for ex in EXPONENT_GRID]
+    by_capacity = []
+    for c in CAPACITY_GRID:
+        best_c = min((f for f in tried if f[6] == c), key=lambda f: f[0])
+        by_capacity.append((c, best_c[5], best_c[1], best_c[0]))
+    best = min(tried, key=lambda f: f[0])
+    c = 0.0
+    if best[0] < SHRINK_GAIN * err:
+        err, sigma, arb, pred, _, e, c = best
+    return SpreadFit(arb, sigma, measured, tuple(pred), tuple(at_zero), err, e, by_exponent, c, tuple(by_capacity))
 
 
-def _fit_sigma(platform, params, target, sm_weights, placements, ref_bytes, exponent):
-    """sigma on the grid (first best) at one weight exponent: (rms log error, sigma, Arbitration,
-    prediction, prediction at sigma 0, exponent)."""
+def _fit_sigma(platform, params, target, sm_weights, placements, ref_bytes, exponent, capacity=0.0,
+               grid=SIGMA_GRID):
+    """sigma on the grid (first best) at one weight exponent (and capacity sigma): (rms log error,
+    sigma, Arbitration, prediction, prediction at sigma 0, exponent, capacity sigma)."""
     best = at_zero = None
-    for sigma in SIGMA_GRID:
+    for sigma in grid:
         arb = Arbitration(sm_weights=sm_weights, placements=placements, burst_sigma=sigma, seed=SEED,
-                          sigma_ref_bytes=ref_bytes, weight_exponent=exponent)
+                          sigma_ref_bytes=ref_bytes, weight_exponent=exponent, capacity_sigma=capacity)
         pred = _simulate(params, dataclasses.replace(platform, arbitration=arb))
         err = float(np.sqrt(np.mean((np.log(pred) - target) ** 2)))
         if sigma == 0:
             at_zero = pred
         if best is None or err < best[0] - 1e-12:
             best = (err, sigma, arb, pred)
-    return (*best, at_zero, exponent)
+    return (*best, at_zero, exponent, capacity)
