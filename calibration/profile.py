@@ -108,6 +108,12 @@ def _arbitration(weights, spread=None) -> dict | None:
             "weight_exponent": spread.weight_exponent,
             "by_weight_exponent": [{"weight_exponent": e, "burst_sigma": sg, "rms_log_error": err}
                                    for e, sg, err in spread.by_exponent],
+            **({"capacity_sigma": spread.capacity_sigma, "capacity_shape": spread.capacity_shape,
+                "capacity_traces": list(spread.capacity_traces),
+                "capacity_set_rms_log_error_without": spread.capacity_baseline,
+                "by_capacity_sigma": [{"capacity_shape": sh, "capacity_sigma": c, "weight_exponent": e,
+                                       "burst_sigma": sg, "rms_log_error": err}
+                                      for sh, c, e, sg, err in spread.by_capacity]} if spread.capacity_sigma else {}),
             "method": "weights indexed by the SM each producer ran on (trace smid), shrunk to w ** weight_exponent; "
                       "per-burst lognormal factors with sigma on a fixed grid fitted so that the DES of the trace's "
                       "point matches its mean, p90 and mean per-burst max issue, at each weight exponent of a grid; "

@@ -37,6 +37,17 @@ SIGMA_GRID = tuple(round(0.025 * i, 3) for i in range(41))   # 0 .. 1
 SEED = 0
 EXPONENT_GRID = (1.0, 0.75, 0.5, 0.25, 0.0)   # 1 first: the measured weights unless a shrink wins
 SHRINK_GAIN = 0.8
+# the per-burst capacity share (Arbitration.capacity_sigma, capacity_shape), tried after e and sigma:
+# each shape and value with sigma refitted on SIGMA_GRID, e held at its chosen value (e also sets the
+# free-running CTAs' static weights, which the capacity share does not touch), scored on every
+# isolated aligned trace of the weight trace's K (its own point and the smaller bursts, below the
+# knee), kept only if it cuts that rms log error by 20 % against the chosen (e, sigma) without it
+CAPACITY_GRID = (0.05, 0.1, 0.15)
+CAPACITY_SHAPES = ("lognormal", "uniform")
+# capacity = "trace": lognormal only, each value with e on EXPONENT_GRID and sigma on a coarse grid,
+# scored on the weight trace's point alone (the objective of e and sigma)
+TRACE_CAPACITY_GRID = (0.05, 0.1, 0.15, 0.2)
+TRACE_SIGMA_GRID = (0.025, 0.1, 0.2, 0.35, 0.5, 0.75)
 
 
 @dataclass(frozen=True)
@@ -49,6 +60,11 @@ class SpreadFit:
     rms_log_error: float
     weight_exponent: float = 1.0
     by_exponent: tuple = ()                 # (e, best sigma, rms log error) per e of the grid
+    capacity_sigma: float = 0.0
+    capacity_shape: str = "lognormal"
+    by_capacity: tuple = ()                 # (shape, capacity sigma, best e, best sigma, rms log error) on the set
+    capacity_baseline: float = 0.0          # the rms log error of the chosen (e, sigma) on the same set
+    capacity_traces: tuple = ()             # the traces of that set
 
 
 def _trace_point(path: Path) -> tuple[dict, tuple[float, float, float]]:
@@ -75,7 +91,8 @@ def _simulate(params: dict, platform: Platform) -> tuple[float, float, float]:
     return s["issue_us"]["mean"], s["issue_us"]["p90"], s["issue_max_us"]["mean"]
 
 
-def fit_spread(platform: Platform, trace: Path, traces_folder: Path, mechanism: str, by_sm: bool = True) -> SpreadFit:
+def fit_spread(platform: Platform, trace: Path, traces_folder: Path, mechanism: str, by_sm: bool = True,
+               capacity: str = "off") -> SpreadFit:
     """SM weights and placements from the traces, then sigma on :data:`SIGMA_GRID` (first best).
 
     ``by_sm = False`` keeps the weights indexed by CTA rank (the platform's ``producer_weights``,
@@ -94,22 +111,81 @@ def fit_spread(platform: Platform, trace: Path, traces_folder: Path, mechanism: 
     best = min(fits[1:], key=lambda f: f[0], default=None)
     if best is not None and best[0] < SHRINK_GAIN * chosen[0]:
         chosen = best
-    err, sigma, arb, pred, at_zero, e = chosen
-    return SpreadFit(arb, sigma, measured, tuple(pred), tuple(at_zero), err, e,
-                     tuple((f[5], f[1], f[0]) for f in fits))
+    err, sigma, arb, pred, at_zero, e, _ = chosen
+    by_exponent = tuple((f[5], f[1], f[0]) for f in fits)
+    if capacity == "off":
+        return SpreadFit(arb, sigma, measured, tuple(pred), tuple(at_zero), err, e, by_exponent)
+    if capacity == "trace":
+        tried = [_fit_sigma(platform, params, target, sm_weights, placements, ref_bytes, ex, c, TRACE_SIGMA_GRID)
+                 for c in TRACE_CAPACITY_GRID for ex in EXPONENT_GRID]
+        by_capacity = []
+        for c in TRACE_CAPACITY_GRID:
+            f = min((f for f in tried if f[6] == c), key=lambda f: f[0])
+            by_capacity.append(("lognormal", c, f[5], f[1], f[0]))
+        best = min(tried, key=lambda f: f[0])
+        if best[0] < SHRINK_GAIN * err:
+            err, sigma, arb, pred, _, e, c = best
+            return SpreadFit(arb, sigma, measured, tuple(pred), tuple(at_zero), err, e, by_exponent, c, "lognormal",
+                             tuple(by_capacity), chosen[0], (trace.name,))
+        return SpreadFit(arb, sigma, measured, tuple(pred), tuple(at_zero), err, e, by_exponent)
+    points = _capacity_set(trace, traces_folder)
+    score = lambda a: _set_error(points, platform, a)
+    baseline = score(arb)
+    by_capacity, best = [], None
+    for shape in CAPACITY_SHAPES:
+        for c in CAPACITY_GRID:
+            cands = [dataclasses.replace(arb, burst_sigma=sg, capacity_sigma=c, capacity_shape=shape)
+                     for sg in SIGMA_GRID if sg > 0]
+            errs = [score(a) for a in cands]
+            i = int(np.argmin(errs))
+            by_capacity.append((shape, c, cands[i].weight_exponent, cands[i].burst_sigma, errs[i]))
+            if best is None or errs[i] < best[0] - 1e-12:
+                best = (errs[i], cands[i])
+    c, shape = 0.0, "lognormal"
+    if best is not None and best[0] < SHRINK_GAIN * baseline:
+        arb = best[1]
+        c, shape, e, sigma = arb.capacity_sigma, arb.capacity_shape, arb.weight_exponent, arb.burst_sigma
+        pred = _simulate(params, dataclasses.replace(platform, arbitration=arb))
+        err = float(np.sqrt(np.mean((np.log(pred) - target) ** 2)))
+    return SpreadFit(arb, sigma, measured, tuple(pred), tuple(at_zero), err, e, by_exponent, c, shape,
+                     tuple(by_capacity), baseline, tuple(p.name for p, _, _ in points))
 
 
-def _fit_sigma(platform, params, target, sm_weights, placements, ref_bytes, exponent):
-    """sigma on the grid (first best) at one weight exponent: (rms log error, sigma, Arbitration,
-    prediction, prediction at sigma 0, exponent)."""
+def _capacity_set(trace: Path, folder: Path) -> list:
+    """(path, params, log measured) of every isolated aligned trace with the weight trace's K,
+    mechanism and threads (the weight trace first)."""
+    with np.load(trace) as data:
+        ref = json.loads(str(data["meta"]))
+    keys = ("producers", "mechanism", "threads", "destination")
+    out = []
+    for path in [trace] + sorted(p for p in Path(folder).glob("isolated_*.npz") if p.name != trace.name):
+        with np.load(path) as data:
+            meta = json.loads(str(data["meta"]))
+        if meta["kind"] == "isolated" and meta["aligned"] and all(meta.get(k) == ref.get(k) for k in keys):
+            params, measured = _trace_point(path)
+            out.append((path, params, np.log(measured)))
+    return out
+
+
+def _set_error(points: list, platform: Platform, arb: Arbitration) -> float:
+    """rms log error of the DES's (mean, p90, max) issue over the points of :func:`_capacity_set`."""
+    p = dataclasses.replace(platform, arbitration=arb)
+    errs = [np.log(_simulate(params, p)) - target for _, params, target in points]
+    return float(np.sqrt(np.mean(np.square(errs))))
+
+
+def _fit_sigma(platform, params, target, sm_weights, placements, ref_bytes, exponent, capacity=0.0,
+               grid=SIGMA_GRID):
+    """sigma on the grid (first best) at one weight exponent (and capacity sigma): (rms log error,
+    sigma, Arbitration, prediction, prediction at sigma 0, exponent, capacity sigma)."""
     best = at_zero = None
-    for sigma in SIGMA_GRID:
+    for sigma in grid:
         arb = Arbitration(sm_weights=sm_weights, placements=placements, burst_sigma=sigma, seed=SEED,
-                          sigma_ref_bytes=ref_bytes, weight_exponent=exponent)
+                          sigma_ref_bytes=ref_bytes, weight_exponent=exponent, capacity_sigma=capacity)
         pred = _simulate(params, dataclasses.replace(platform, arbitration=arb))
         err = float(np.sqrt(np.mean((np.log(pred) - target) ** 2)))
         if sigma == 0:
             at_zero = pred
         if best is None or err < best[0] - 1e-12:
             best = (err, sigma, arb, pred)
-    return (*best, at_zero, exponent)
+    return (*best, at_zero, exponent, capacity)

@@ -60,6 +60,24 @@ def test_burst_factors_are_seeded_mean_one_and_shrink_with_the_backlog():
     assert np.array_equal(Arbitration().burst_factors(3, 2), np.ones((3, 2)))
 
 
+def test_capacity_factors_share_q_exactly_and_oppose_the_weight_draws():
+    arb = Arbitration(burst_sigma=0.3, seed=3, capacity_sigma=0.2)
+    c, f = arb.capacity_factors(50, 8), arb.burst_factors(50, 8)
+    assert c.shape == (50, 8) and np.allclose(c.mean(axis=0), 1.0, rtol=1e-12)
+    assert np.corrcoef(np.log(c[:, 0]), np.log(f[:, 0]))[0, 1] == pytest.approx(-1.0)   # same draws, one burst
+    assert np.log(c).std() == pytest.approx(0.2, rel=0.1)
+    assert Arbitration(burst_sigma=0.3).capacity_factors(5, 2) is None      # off by default
+    assert Arbitration(capacity_sigma=0.2).capacity_factors(5, 2) is None   # only with the per-burst spread
+
+
+def test_burst_draws_shared_within_an_sm_group():
+    arb = Arbitration(placements={4: (6, 7, 2, 9)}, burst_sigma=0.3, burst_group_sms=2)
+    f = arb.burst_factors(4, 5)
+    assert np.array_equal(f[0], f[1]) and not np.array_equal(f[0], f[2]) and not np.array_equal(f[2], f[3])
+    assert np.array_equal(Arbitration(burst_sigma=0.3).burst_factors(4, 5),
+                          Arbitration(burst_sigma=0.3, burst_group_sms=1).burst_factors(4, 5))
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"sm_weights": (1.0, -1.0)}, "sm_weights"),
     ({"sm_weights": (1.0,), "placements": {2: (0, 1)}}, "names an SM without a weight"),
@@ -69,6 +87,8 @@ def test_burst_factors_are_seeded_mean_one_and_shrink_with_the_backlog():
     ({"group_sms": 0}, "group_sms"),
     ({"weight_exponent": 1.5}, "weight_exponent"),
     ({"weight_exponent": -0.1}, "weight_exponent"),
+    ({"capacity_sigma": -0.1}, "capacity_sigma"),
+    ({"burst_group_sms": 0}, "burst_group_sms"),
 ])
 def test_bad_arbitration_is_refused(kwargs, message):
     with pytest.raises(ArbitrationError, match=message):
@@ -77,7 +97,7 @@ def test_bad_arbitration_is_refused(kwargs, message):
 
 def test_profile_round_trip_and_old_profiles_load():
     arb = Arbitration(sm_weights=(1.0, 2.0, 0.5, 1.0), placements={2: (3, 1)}, burst_sigma=0.25, seed=1,
-                      sigma_ref_bytes=1500.0, group_sms=2)
+                      sigma_ref_bytes=1500.0, group_sms=2, capacity_sigma=0.1, burst_group_sms=2)
     platform = dataclasses.replace(toy_platform(), arbitration=arb)
     data = json.loads(json.dumps(platform.to_dict()))
     back = Platform.from_dict(data)

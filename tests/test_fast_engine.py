@@ -225,3 +225,38 @@ def test_stall_gate_at_the_threshold_does_not_chatter():
                  "bytes": 2468.188432204875, "release": 4.0, "signal": 0}]]}
     w = dataclasses.replace(random_workload(cfg), mainloop_loads=True, load_gate=LoadGate(0.5, "producer", "stall"))
     assert_bit_identical(*run_both(w))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(config, st.integers(0, 2**16))
+def test_random_capacity_shares_identical(cfg, seed):
+    """Unequal per-producer capacity shares (``producer_capacity``): the engines agree bit for bit."""
+    w = random_workload(cfg)
+    factors = np.random.default_rng(seed).uniform(0.2, 3.0, w.n_producers)
+    assert_bit_identical(*run_both(dataclasses.replace(w, producer_capacity=factors)))
+
+
+def test_capacity_factor_one_is_the_equal_share():
+    """Factors of exactly 1 give the same result as no factors, bit for bit."""
+    cfg = {"streams": [[{"mainloop": 0.0, "epilogue": 0.0, "bytes": 2500.0, "t0": 0.5, "release": 0.0, "wait": -1,
+                         "value": 1, "signal": -1, "on_drain": False}]] * 3,
+           "drain": 1000.0, "capacity": 500.0, "staging_depth": 1, "coupling": "xstage", "gpus": 1,
+           "counters": 0, "seed": 1, "weights": True}
+    w = random_workload(cfg)
+    for engine in ("simpy", "fast"):
+        a = simulate(w, engine)
+        b = simulate(dataclasses.replace(w, producer_capacity=np.ones(w.n_producers)), engine)
+        assert np.array_equal(a.issue_us, b.issue_us) and a.makespan_us == b.makespan_us
+
+
+def test_larger_capacity_share_issues_sooner():
+    """Two equal producers, one holding 3x the other's share of Q: it is backpressured less."""
+    cfg = {"streams": [[{"mainloop": 0.0, "epilogue": 0.0, "bytes": 2500.0, "t0": 0.5, "release": 0.0, "wait": -1,
+                         "value": 1, "signal": -1, "on_drain": False}]] * 2,
+           "drain": 1000.0, "capacity": 2000.0, "staging_depth": 1, "coupling": "xstage", "gpus": 1,
+           "counters": 0, "seed": 1, "weights": False}
+    w = dataclasses.replace(random_workload(cfg), producer_gpu=np.zeros(2, np.int64),
+                            producer_capacity=np.array([1.5, 0.5]))
+    for engine in ("simpy", "fast"):
+        issue = simulate(w, engine).issue_us
+        assert issue[0] < issue[1]

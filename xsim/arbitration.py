@@ -37,6 +37,9 @@ from typing import Any, Mapping
 import numpy as np
 
 
+CAPACITY_SHAPES = ("lognormal", "uniform")
+
+
 class ArbitrationError(ValueError):
     """An arbitration model that is not valid."""
 
@@ -55,6 +58,9 @@ class Arbitration:
     sigma_ref_bytes: float | None = None
     group_sms: int = 1
     weight_exponent: float = 1.0
+    burst_group_sms: int = 1
+    capacity_sigma: float = 0.0
+    capacity_shape: str = "lognormal"
 
     def __post_init__(self) -> None:
         if self.sm_weights is not None:
@@ -77,6 +83,16 @@ class Arbitration:
             raise ArbitrationError(f'"sigma_ref_bytes" must be a finite number > 0, got {self.sigma_ref_bytes!r}')
         if not isinstance(self.group_sms, int) or self.group_sms < 1:
             raise ArbitrationError(f'"group_sms" must be an integer >= 1, got {self.group_sms!r}')
+        if not isinstance(self.capacity_sigma, (int, float)) or isinstance(self.capacity_sigma, bool) \
+                or not math.isfinite(self.capacity_sigma) or self.capacity_sigma < 0:
+            raise ArbitrationError(f'"capacity_sigma" must be a finite number >= 0, got {self.capacity_sigma!r}')
+        if self.capacity_shape not in CAPACITY_SHAPES:
+            raise ArbitrationError(f'"capacity_shape" must be one of {CAPACITY_SHAPES}, got {self.capacity_shape!r}')
+        if self.capacity_shape == "uniform" and self.capacity_sigma * math.sqrt(3) >= 1:
+            raise ArbitrationError(f'"capacity_sigma" of a uniform share must be < 1/sqrt(3), got {self.capacity_sigma!r}')
+        if not isinstance(self.burst_group_sms, int) or isinstance(self.burst_group_sms, bool) \
+                or self.burst_group_sms < 1:
+            raise ArbitrationError(f'"burst_group_sms" must be an integer >= 1, got {self.burst_group_sms!r}')
         if not isinstance(self.weight_exponent, (int, float)) or isinstance(self.weight_exponent, bool) \
                 or not math.isfinite(self.weight_exponent) or not 0 <= self.weight_exponent <= 1:
             raise ArbitrationError(f'"weight_exponent" must be a number in [0, 1], got {self.weight_exponent!r}')
@@ -123,15 +139,46 @@ class Arbitration:
         sigma = self.burst_sigma if backlog_bytes is None else self.sigma_for(backlog_bytes)
         if sigma == 0:
             return np.ones((producers, bursts))
-        z = np.random.default_rng(self.seed).standard_normal((producers, bursts))
-        return np.exp(sigma * z - 0.5 * sigma ** 2)
+        return np.exp(sigma * self._draws(producers, bursts) - 0.5 * sigma ** 2)
+
+    def _draws(self, producers: int, bursts: int) -> np.ndarray:
+        """[K, bursts] seeded N(0, 1): one per CTA and burst, or one per SM group (``burst_group_sms``:
+        2 = a TPC) and burst, shared by the group's CTAs."""
+        rng = np.random.default_rng(self.seed)
+        if self.burst_group_sms == 1:
+            return rng.standard_normal((producers, bursts))
+        group = np.asarray(self.placement(producers)) // self.burst_group_sms
+        _, index = np.unique(group, return_inverse=True)
+        return rng.standard_normal((int(index.max()) + 1, bursts))[index]
+
+    def capacity_factors(self, producers: int, bursts: int) -> np.ndarray | None:
+        """[K, bursts] factors on each CTA's equal capacity share Q(K)/K in one burst (None: no
+        spread). The same draws z as the weights', decreasing in z: ``exp(-capacity_sigma z)``
+        (``lognormal``) or ``1 + sqrt(3) capacity_sigma (1 - 2 Phi(z))`` (``uniform``: the same std,
+        bounded, so no CTA's share falls below ``1 - sqrt(3) capacity_sigma``), normalised per burst
+        to mean 1, so the burst's CTAs still share exactly Q(K). A CTA that holds more of the
+        capacity this burst is drained with a lower weight (the coupling that fits the PCIe weight
+        trace; the same sign and independent draws make its slowest CTA 2.6-2.9x too slow)."""
+        if self.capacity_sigma == 0 or self.burst_sigma == 0:
+            return None
+        z = self._draws(producers, bursts)
+        if self.capacity_shape == "uniform":
+            from scipy.special import ndtr
+
+            f = 1.0 + math.sqrt(3) * self.capacity_sigma * (1.0 - 2.0 * ndtr(z))
+        else:
+            f = np.exp(-self.capacity_sigma * z)
+        return f / f.mean(axis=0, keepdims=True)
 
     def to_dict(self) -> dict[str, Any]:
         return {"sm_weights": None if self.sm_weights is None else list(self.sm_weights),
                 "placements": {str(k): list(s) for k, s in self.placements},
                 "burst_sigma": self.burst_sigma, "seed": self.seed, "sigma_ref_bytes": self.sigma_ref_bytes,
                 "group_sms": self.group_sms,
-                **({"weight_exponent": self.weight_exponent} if self.weight_exponent != 1.0 else {})}
+                **({"weight_exponent": self.weight_exponent} if self.weight_exponent != 1.0 else {}),
+                **({"burst_group_sms": self.burst_group_sms} if self.burst_group_sms != 1 else {}),
+                **({"capacity_sigma": self.capacity_sigma, "capacity_shape": self.capacity_shape}
+                   if self.capacity_sigma != 0 else {})}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> "Arbitration | None":
@@ -140,4 +187,7 @@ class Arbitration:
         return cls(sm_weights=data.get("sm_weights"), placements=data.get("placements") or (),
                    burst_sigma=data.get("burst_sigma", 0.0), seed=data.get("seed", 0),
                    sigma_ref_bytes=data.get("sigma_ref_bytes"), group_sms=data.get("group_sms", 1),
-                   weight_exponent=data.get("weight_exponent", 1.0))
+                   weight_exponent=data.get("weight_exponent", 1.0),
+                   burst_group_sms=data.get("burst_group_sms", 1),
+                   capacity_sigma=data.get("capacity_sigma", 0.0),
+                   capacity_shape=data.get("capacity_shape", "lognormal"))

@@ -81,6 +81,7 @@ class Workload:
     burst_index: np.ndarray = field(default=None)  # int64[T]: the burst a tile belongs to (default: position)
     signal_on_drain: np.ndarray = field(default=None)  # bool[T]: signal at drain end, not issue end
     producer_weight: np.ndarray = field(default=None)  # float64[P]: arbitration weight under backpressure
+    producer_capacity: np.ndarray | None = None  # float64[P]: factor on the equal share Q / n (None: 1 each)
     mainloop_loads: bool = False       # mainloops load memory: the load gate holds them
     load_gate: LoadGate | None = None  # the platform's load gate (None: mainloops never wait)
 
@@ -115,6 +116,10 @@ class Workload:
             raise ValueError("signal_on_drain needs one entry per tile and producer_weight one per producer")
         if not np.all(self.producer_weight > 0):
             raise ValueError('"producer_weight" must be > 0 for every producer')
+        if self.producer_capacity is not None and (len(self.producer_capacity) != self.n_producers
+                                                   or not np.all(np.isfinite(self.producer_capacity))
+                                                   or not np.all(np.asarray(self.producer_capacity) > 0)):
+            raise ValueError('"producer_capacity" must be one finite number > 0 per producer')
         if self.burst_index is None:
             index = np.concatenate([np.arange(b - a) for a, b in zip(self.offsets[:-1], self.offsets[1:])]
                                    ) if n_tiles else np.zeros(0, np.int64)

@@ -95,9 +95,12 @@ def build(params: dict, platform: Platform) -> Workload:
     else:
         arrays = {name: a.ravel() for name, a in arrays.items()}
     weights = np.asarray(platform.weights_for(k), dtype=float)
+    capacity = None
     if spread:
         backlog = b - platform.capacity_bytes(k) / k
         weights = (weights[:, None] * platform.arbitration.burst_factors(k, n, backlog)).T.ravel()
+        factors = platform.arbitration.capacity_factors(k, n)
+        capacity = None if factors is None else factors.T.ravel()
     streams, per_stream = (k * n, m) if spread else (k, n * m)
     n_tiles = k * n * m
     return Workload(
@@ -112,6 +115,7 @@ def build(params: dict, platform: Platform) -> Workload:
         staging_depth=1 if isolated else params["staging_depth"],
         coupling="completion-coupled" if isolated else params["coupling"],
         producer_weight=weights,
+        producer_capacity=capacity,
         **arrays,
     )
 

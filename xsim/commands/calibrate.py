@@ -23,6 +23,10 @@ def add_parser(sub):
     p.add_argument("--fair", action="store_true", help="no arbitration weights (every producer served equally)")
     p.add_argument("--weights-by", choices=("sm", "rank"), default="sm",
                    help="index the arbitration weights by the SM a CTA runs on (default) or by CTA rank")
+    p.add_argument("--capacity-spread", choices=("off", "trace", "set"), default="off",
+                   help="also fit a per-burst capacity share of aligned bursts (calibration/spread.py): on the "
+                        "weight trace with e refitted (trace), or on every isolated aligned trace of its K with e "
+                        "held (set); off (default) fits none")
     p.add_argument("--loadgate", metavar="RECORDS.jsonl", default=None,
                    help="loadgate records for the load gate (default: NAME-loadgate.jsonl beside the first records file)")
     p.add_argument("--no-loadgate", action="store_true", help="fit no load gate (the profile has none)")
@@ -144,7 +148,8 @@ def run(args) -> int:
 
         if trace is not None:
             base = dataclasses.replace(base_platform(fit, rs, name), producer_weights=weights.weights)
-            spread = fit_spread(base, trace, folder, fit.mechanism, by_sm=args.weights_by == "sm")
+            spread = fit_spread(base, trace, folder, fit.mechanism, by_sm=args.weights_by == "sm",
+                                capacity=args.capacity_spread)
         first = build_profile(fit, rs, name, weights=weights, spread=spread)
         des_errors = heldout_errors(rs, first, tails)
     profile = build_profile(fit, rs, name, weights=weights, spread=spread, des_errors=des_errors)

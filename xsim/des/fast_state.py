@@ -168,8 +168,9 @@ def _xstages(w: Workload) -> XStages:
     weight = np.asarray(w.producer_weight, dtype=float)
     gate_bytes = w.gate.threshold_bytes if w.gate is not None else math.inf
     stalls = w.gate is not None and w.gate.stalls
+    cap_factor = None if w.producer_capacity is None else np.asarray(w.producer_capacity, dtype=float)
     stages = [new_stage(x.drain_bytes_per_us, x.capacity_bytes / max(int(n), 1), weight[producers[b:b + n]], gate_bytes,
-                        stalls)
+                        stalls, None if cap_factor is None else cap_factor[producers[b:b + n]])
               for x, b, n in zip(w.xstages, drain_i[:, DrainI.BASE], drain_i[:, DrainI.SIZE])]
     per_stage = [np.stack([s[a] for s in stages]) for a in range(2)]
     per_column = [np.concatenate([s[a] for s in stages], axis=1) for a in range(2, 6)]

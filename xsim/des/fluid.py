@@ -163,13 +163,13 @@ def mark_due(stage, fluid, status, k, mark, now):
     mode = status[Status.MODE, k]
     if mode == BACKLOG or mode == FULL or mode == MIXED:
         return mark_key(fluid, k, mark) <= threshold_v(stage, now)
-    return mark <= evaluate(fluid, k, now, stage[Stage.V], stage[Stage.CAP])[1]
+    return mark <= evaluate(fluid, k, now, stage[Stage.V], fluid[Fluid.CAP, k])[1]
 
 
 @jit
 def start(stage, count, fluid, status, lists, k, nbytes, rate, now):
     """Producer k starts issuing ``nbytes`` at ``rate`` (the stage advanced to ``now``)."""
-    q, d, _ = evaluate(fluid, k, now, stage[Stage.V], stage[Stage.CAP])
+    q, d, _ = evaluate(fluid, k, now, stage[Stage.V], fluid[Fluid.CAP, k])
     anchor(fluid, k, q, d, nbytes, now, stage[Stage.V])
     fluid[Fluid.RATE, k] = rate
     touch(count, status, lists, k)
@@ -179,7 +179,7 @@ def start(stage, count, fluid, status, lists, k, nbytes, rate, now):
 def settle_one(stage, fluid, status, k, now, thr_t, thr_v):
     """Evaluate producer k, put every quantity whose event is due exactly on its boundary, and
     re-anchor it."""
-    f, cap = fluid, stage[Stage.CAP]
+    f, cap = fluid, fluid[Fluid.CAP, k]
     q, d, left = evaluate(f, k, now, stage[Stage.V], cap)
     mode = status[Status.MODE, k]
     if mode == FULL:
@@ -246,7 +246,7 @@ def gate_keys(stage, fluid, k, mode, now, q):
             gt = now + (q - gate) / -dq
         elif q <= gate:
             gt = now
-    elif mode != FULL or stage[Stage.CAP] <= gate:  # IDLE, PASS: q = 0; FULL: q = cap
+    elif mode != FULL or f[Fluid.CAP, k] <= gate:  # IDLE, PASS: q = 0; FULL: q = cap
         gt = now
     return gv, gt
 
@@ -264,14 +264,14 @@ def stall_keys(stage, fluid, k, mode, now, q, past):
         gt = math.inf
         if mode == MIXED and dq > 0.0:
             gt = now + (gate - q) / dq
-        elif mode == FULL and stage[Stage.CAP] > gate + tol:
+        elif mode == FULL and f[Fluid.CAP, k] > gate + tol:
             gt = now
         return math.inf, gt
     gv, gt = gate_keys(stage, f, k, mode, now, q)
     if mode == MIXED and dq >= 0.0:
         below = q < gate and not near_gate(stage, q, dq, now)   # an up-crossing would not be due at once
         gt = now if (below or (dq == 0.0 and q <= gate + tol)) else math.inf
-    elif mode == FULL and stage[Stage.CAP] <= gate + tol:
+    elif mode == FULL and f[Fluid.CAP, k] <= gate + tol:
         gt = now
     return gv, gt
 
@@ -294,10 +294,10 @@ def keys(stage, fluid, status, trees, k, now):
         kt = kfin
     elif mode == MIXED:
         kfin = f[Fluid.T0, k] + f[Fluid.L0, k] / f[Fluid.RATE, k]
-        q = evaluate(f, k, now, stage[Stage.V], stage[Stage.CAP])[0]
+        q = evaluate(f, k, now, stage[Stage.V], f[Fluid.CAP, k])[0]
         dq = f[Fluid.RATE, k] - stage[Stage.LEVEL] * f[Fluid.W, k]
         if dq > 0.0:
-            kbnd = now + (stage[Stage.CAP] - q) / dq
+            kbnd = now + (f[Fluid.CAP, k] - q) / dq
         elif dq < 0.0 and q > 0.0:
             kbnd = now + q / -dq
         kt = min(kfin, kbnd)
@@ -342,11 +342,11 @@ def fill_q(stage, count, fluid, lists, n, now, scan_all):
     :func:`evaluate` computes it. ``scan_all`` evaluates every producer (reference); otherwise
     only those whose q moves, since the others' q has stayed at the value stored when they
     stopped moving (exactly what evaluate gives them: zero coefficients)."""
-    v, cap = stage[Stage.V], stage[Stage.CAP]
+    v = stage[Stage.V]
     if scan_all:
         for k in range(n):
-            fluid[Fluid.QNOW, k] = evaluate(fluid, k, now, v, cap)[0]
+            fluid[Fluid.QNOW, k] = evaluate(fluid, k, now, v, fluid[Fluid.CAP, k])[0]
     else:
         for j in range(count[StageCount.MOVING]):
             k = lists[List.MOVING, j]
-            fluid[Fluid.QNOW, k] = evaluate(fluid, k, now, v, cap)[0]
+            fluid[Fluid.QNOW, k] = evaluate(fluid, k, now, v, fluid[Fluid.CAP, k])[0]

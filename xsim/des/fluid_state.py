@@ -42,8 +42,9 @@ StageCount = layout("StageCount", "ACTIVE TOUCHED INFINITE MOVING")  # lengths o
 # per producer: anchor (q, D, left at t0, V0), rate r, weight w, event keys (finish, boundary, the
 # earliest in time and in V), drain mark, values at now, water-fill sort key, the mode's
 # motion q += QA dt - QB dV, D += DA dt + DB dV, left -= LA dt + LB dV, and while its mainloop
-# waits at the load gate the clock (GV) or time (GT) at which its q reaches the threshold
-Fluid = layout("Fluid", "Q0 D0 L0 T0 V0 RATE W KFIN KBND KT KV MARK QNOW DNOW LNOW KEY QA QB DA DB LA LB GV GT")
+# waits at the load gate the clock (GV) or time (GT) at which its q reaches the threshold, and its
+# capacity share (CAP: Stage.CAP times its capacity factor, xsim.workload.Workload.producer_capacity)
+Fluid = layout("Fluid", "Q0 D0 L0 T0 V0 RATE W KFIN KBND KT KV MARK QNOW DNOW LNOW KEY QA QB DA DB LA LB GV GT CAP")
 # per producer: mode, demand, served by the water-fill, touched this instant, seen by this pass,
 # position in List.MOVING (-1: not in it), its mainloop at a producer-scope load gate (GATE_*)
 Status = layout("Status", "MODE DEMAND SAT TOUCHED SEEN MOVING_AT GATE")
@@ -74,9 +75,10 @@ def quantize_weights(weight: np.ndarray) -> np.ndarray:
 
 
 def new_stage(drain: float, cap: float, weight: np.ndarray, gate_bytes: float = math.inf,
-              stall: bool = False) -> FluidStage:
+              stall: bool = False, cap_factor: np.ndarray | None = None) -> FluidStage:
     """An empty stage whose producers have these (quantized) weights (and a load gate's threshold,
-    and whether it stalls running mainloops)."""
+    whether it stalls running mainloops, and per producer a factor on the equal capacity share
+    ``cap``: None, every producer owns ``cap``)."""
     n = len(weight)
     stage, count = np.zeros(len(Stage)), np.zeros(len(StageCount), np.int64)
     stage[Stage.CAP], stage[Stage.DRAIN], stage[Stage.FULL_MIN], stage[Stage.GATE] = cap, drain, math.inf, gate_bytes
@@ -85,6 +87,7 @@ def new_stage(drain: float, cap: float, weight: np.ndarray, gate_bytes: float = 
     fluid[Fluid.W] = quantize_weights(weight) if n else fluid[Fluid.W]
     fluid[Fluid.KFIN:Fluid.MARK + 1] = math.inf
     fluid[Fluid.GV:Fluid.GT + 1] = math.inf
+    fluid[Fluid.CAP] = cap if cap_factor is None else cap * np.asarray(cap_factor, dtype=float)
     status = rows(Status, n, np.int64)
     status[Status.MOVING_AT] = -1
     return FluidStage(stage, count, fluid, status, rows(List, n, np.int64), rows(Tree, n, fill=math.inf))

@@ -41,7 +41,7 @@ def clock_at(stage, now):
 @jit
 def producer_open(stage, fluid, k, now):
     """Producer k's q at ``now`` is at or below the threshold."""
-    return evaluate(fluid, k, now, clock_at(stage, now), stage[Stage.CAP])[0] <= stage[Stage.GATE]
+    return evaluate(fluid, k, now, clock_at(stage, now), fluid[Fluid.CAP, k])[0] <= stage[Stage.GATE]
 
 
 @jit
@@ -57,9 +57,9 @@ def _q(fluid, status, k, now, v, cap):
 @jit
 def link_total(stage, fluid, status, n, now):
     """The stage's total q at ``now`` (producers in order)."""
-    v, cap, total = clock_at(stage, now), stage[Stage.CAP], 0.0
+    v, total = clock_at(stage, now), 0.0
     for k in range(n):
-        total += _q(fluid, status, k, now, v, cap)
+        total += _q(fluid, status, k, now, v, fluid[Fluid.CAP, k])
     return total
 
 
@@ -139,10 +139,10 @@ def fifo_motion(stage, fluid, status, n, now):
     stored one once the stage is advanced to ``now``): a BACKLOG producer's q falls at L w, a
     MIXED one's moves at r - L w; a MIXED or PASS issuer accepts at r, a FULL one at L w (it
     injects what drains)."""
-    v, cap, level = clock_at(stage, now), stage[Stage.CAP], stage[Stage.LEVEL]
+    v, level = clock_at(stage, now), stage[Stage.LEVEL]
     total, slope, accept = 0.0, 0.0, 0.0
     for k in range(n):
-        total += _q(fluid, status, k, now, v, cap)
+        total += _q(fluid, status, k, now, v, fluid[Fluid.CAP, k])
         mode = status[Status.MODE, k]
         if mode == BACKLOG:
             slope -= level * fluid[Fluid.W, k]

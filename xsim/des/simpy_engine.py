@@ -34,12 +34,13 @@ class XStage:
 
     def __init__(self, env: simpy.Environment, drain: float, capacity: float, producers: np.ndarray,
                  weight: np.ndarray, trace: bool, gate_bytes: float = np.inf, gate_scope: str = "producer",
-                 gate_stalls: bool = False):
+                 gate_stalls: bool = False, cap_factor: np.ndarray | None = None):
         self.env = env
         self.local = {int(p): i for i, p in enumerate(producers)}  # producer -> index here
         n = self.n = len(producers)
         weight = np.asarray(weight, dtype=float)[producers] if n else np.zeros(0)
-        self.s = fluid.new_stage(drain, capacity / max(n, 1), weight, gate_bytes, gate_stalls)
+        cap_factor = None if cap_factor is None else np.asarray(cap_factor, dtype=float)[producers]
+        self.s = fluid.new_stage(drain, capacity / max(n, 1), weight, gate_bytes, gate_stalls, cap_factor)
         self.stall = StallGate(self, gate_scope == "link") if gate_stalls else None  # mode stall
         start_scope = None if gate_stalls else gate_scope   # the start-mode gate's paths below
         self._marks: list[list] = [[] for _ in range(n)]  # FIFO of (mark, event) per producer
@@ -225,7 +226,9 @@ def run(workload: Workload, trace: bool = True) -> SimResult:
     gated = w.gate
     stalls = gated is not None and gated.stalls
     stages = [XStage(env, x.drain_bytes_per_us, x.capacity_bytes, np.flatnonzero(w.producer_gpu == g),
-                     w.producer_weight, trace, *((gated.threshold_bytes, gated.scope, stalls) if gated else ()))
+                     w.producer_weight, trace,
+                     *((gated.threshold_bytes, gated.scope, stalls) if gated else (np.inf, "producer", False)),
+                     cap_factor=w.producer_capacity)
               for g, x in enumerate(w.xstages)]
     counters = Counters(env, w.n_counters)
     times = TileTimes.empty(w.n_tiles)

@@ -68,7 +68,7 @@ def link_state(stage, fluid, status, n, now, key):
 def producer_state(stage, fluid, status, k, now):
     """Producer scope, for a mainloop that arrives at the gate: (closed, the next crossing) of
     producer k's own q (BACKLOG: it falls at L w; MIXED: it moves at r - L w; else it holds)."""
-    q = evaluate(fluid, k, now, clock_at(stage, now), stage[Stage.CAP])[0]
+    q = evaluate(fluid, k, now, clock_at(stage, now), fluid[Fluid.CAP, k])[0]
     mode, level, w = status[Status.MODE, k], stage[Stage.LEVEL], fluid[Fluid.W, k]
     slope = -level * w if mode == BACKLOG else (fluid[Fluid.RATE, k] - level * w if mode == MIXED else 0.0)
     gate = stage[Stage.GATE]

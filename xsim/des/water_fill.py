@@ -24,7 +24,7 @@ def _consider(stage, count, fluid, status, lists, k, now, n_finite):
     demands are insertion-sorted into ``lists[List.ORDER, :n_finite]`` by (rate / weight, index).
     Returns the new n_finite."""
     f, order = fluid, lists[List.ORDER]
-    q, d, left = evaluate(f, k, now, stage[Stage.V], stage[Stage.CAP])
+    q, d, left = evaluate(f, k, now, stage[Stage.V], f[Fluid.CAP, k])
     f[Fluid.QNOW, k], f[Fluid.DNOW, k], f[Fluid.LNOW, k] = q, d, left
     demand = INFINITE if q > 0.0 else (FINITE if left > 0.0 else NO_DEMAND)
     old = status[Status.DEMAND, k]
@@ -65,7 +65,7 @@ def _update(stage, count, fluid, status, lists, trees, k, now):
     """flows' second look at candidate k: its mode at the new level; re-anchor it if the mode
     changes, and recompute its keys if it changed, was touched, or is an issuer in PASS/MIXED."""
     f = fluid
-    q, left, level, cap = f[Fluid.QNOW, k], f[Fluid.LNOW, k], stage[Stage.LEVEL], stage[Stage.CAP]
+    q, left, level, cap = f[Fluid.QNOW, k], f[Fluid.LNOW, k], stage[Stage.LEVEL], f[Fluid.CAP, k]
     if left <= 0.0:
         mode = BACKLOG if q > 0.0 else IDLE
     elif q <= 0.0:
