@@ -80,3 +80,48 @@ def test_the_measured_spread_is_the_default_and_zero_turns_it_off(capsys):
     assert alike["kernel_us"] != spread["kernel_us"]
     code, out, _ = run(capsys, *base, "--set", "spread_seed=1")
     assert code == 0 and json.loads(out)["kernel_us"] != spread["kernel_us"]
+
+
+def test_spread_seeds_average_the_kernel_time_over_seeds(capsys):
+    base = ["simulate", "moe1-qwen3-30b-bf16-zipf-4096", *SMALL, "--set", "schedule=wave", "--engine", "fast",
+            "--platform", "h200-pcie-host", "--json"]
+    times = []
+    for seed in (0, 1, 2):
+        code, out, _ = run(capsys, *base, "--set", f"spread_seed={seed}")
+        assert code == 0
+        times.append(json.loads(out)["kernel_us"])
+    code, out, _ = run(capsys, *base, "--set", "spread_seeds=3")
+    doc = json.loads(out)
+    assert code == 0 and doc["kernel_us_per_seed"] == pytest.approx(times)
+    assert doc["kernel_us"] == pytest.approx(sum(times) / 3)
+    code, out, _ = run(capsys, *base)
+    assert "kernel_us_per_seed" not in json.loads(out)              # one seed: the summary as before
+    code, _, err = run(capsys, *base, "--set", "spread_seeds=0")
+    assert code == 2 and err.count("\n") == 1
+
+
+def test_mainloop_pool_schedule_gives_each_schedule_its_measured_mainloops(capsys):
+    base = ["simulate", "moe1-qwen3.5-bf16-zipf-1024", "--engine", "fast", "--platform", "h200-pcie-host", "--json",
+            "--set", "mainloop_cv=0"]
+    outs = {}
+    for pool in ("layer", "schedule"):
+        code, out, _ = run(capsys, *base, "--set", f"mainloop_pool={pool}")
+        assert code == 0
+        outs[pool] = json.loads(out)
+    assert outs["layer"]["compute_model"] == {"l1": "layer", "l2": "layer"}
+    # the shipped fused-local records: qwen3.5's wave L1 mainloops are ~19 % longer than the interleaved ones
+    assert outs["schedule"]["wave"]["kernel_us"] > outs["layer"]["wave"]["kernel_us"]
+    assert outs["schedule"]["speedup"] > outs["layer"]["speedup"]
+
+
+def test_combine_rate_scale_slows_a_link_bound_kernel(capsys):
+    base = ["simulate", "moe1-qwen3-30b-fp8-balanced-4096", "--set", "tokens=1024", "--engine", "fast",
+            "--platform", "h200-pcie-host", "--json", "--set", "schedule=interleaved"]
+    code, out, _ = run(capsys, *base)
+    shipped = json.loads(out)
+    code2, out2, _ = run(capsys, *base, "--set", "combine_rate_scale=0.5")
+    half = json.loads(out2)
+    assert code == code2 == 0
+    # link-bound: the Combine's bytes over half the rate take nearly twice as long
+    assert half["kernel_us"] > 1.6 * shipped["kernel_us"]
+    assert half["closed_form"]["drain_rate_gbps"] == pytest.approx(shipped["closed_form"]["drain_rate_gbps"] / 2)

@@ -113,3 +113,51 @@ def test_the_spread_per_shape_and_per_key():
     other = MoEShape(hidden=1024, intermediate=1536, experts=8, topk=2, tokens=512, precision="fp8")
     assert model.spread(other, "l2") == pytest.approx((cv_a + cv_b) / 2)        # every shape of the key
     assert model.spread(SHAPE, "l1") == 0.0                                      # no records: no spread
+
+
+def layer_record(kind, mean, schedule, config="moe1-x", p10=None, p90=None, **layer):
+    # test data made up for the model, not a measurement
+    rec = fused(kind, 1024, mean, 2048, 1024)
+    rec["params"].update({"schedule": schedule, "config": config, **layer})
+    if p10 is not None:
+        rec["stats"]["mainloop_us"].update({"p10": p10, "p90": p90})
+    return rec
+
+
+LAYER = dict(experts=8, topk=2, tokens=512, ep=1)   # SHAPE's layer
+
+
+def test_records_of_the_very_layer_beat_the_shape_pool():
+    mine = [layer_record("l2", 6.0, "wave", **LAYER), layer_record("l2", 8.0, "interleaved", **LAYER)]
+    other_layer = [layer_record("l2", 20.0, "wave", **{**LAYER, "tokens": 4096})]   # same hidden, intermediate
+    model = mainloop_model("x", 132, records=mine + other_layer)
+    assert model.l2_us(SHAPE) == pytest.approx(7.0) and model.source(SHAPE)["l2"] == "layer"
+    pooled = mainloop_model("x", 132, records=mine + other_layer, pool="shape")
+    assert pooled.l2_us(SHAPE) == pytest.approx(34.0 / 3) and pooled.source(SHAPE)["l2"] == "shape"
+    alone = MoEShape(hidden=2048, intermediate=1024, experts=16, topk=2, tokens=512, precision="fp8")
+    assert model.l2_us(alone) == pytest.approx(34.0 / 3) and model.source(alone)["l2"] == "shape"  # no record of it
+
+
+def test_a_record_without_the_layer_takes_it_from_its_scenario():
+    from xsim.moe.compute import scenario_layer
+
+    assert scenario_layer("moe1-qwen3-30b-bf16-zipf-4096") == (128, 8, 4096, 1)
+    assert scenario_layer("no-such-scenario") is None
+    rec = layer_record("l2", 5.0, "wave", config="moe1-qwen3-30b-bf16-zipf-4096")   # no layer params
+    qwen = MoEShape(hidden=2048, intermediate=1024, experts=128, topk=8, tokens=4096, precision="fp8")
+    model = mainloop_model("x", 132, records=[rec, layer_record("l2", 9.0, "wave", config="no-such-scenario")])
+    assert model.source(qwen)["l2"] == "layer" and model.l2_us(qwen) == pytest.approx(5.0)
+
+
+def test_the_schedule_pool_gives_each_schedule_its_own_mean_and_spread():
+    recs = [layer_record("l2", 6.0, "wave", p10=5.0, p90=7.0, **LAYER),
+            layer_record("l2", 8.0, "interleaved", p10=6.0, p90=10.0, **LAYER)]
+    model = mainloop_model("x", 132, records=recs, pool="schedule")
+    mean, cv = model.schedule_mainloop(SHAPE, "l2", "interleaved")
+    assert mean == pytest.approx(8.0) and cv == pytest.approx(4.0 / (2 * 1.2815515655446004 * 8.0))
+    assert model.schedule_mainloop(SHAPE, "l2", "wave")[0] == pytest.approx(6.0)
+    assert model.l2_us(SHAPE) == pytest.approx(7.0)                     # the pooled mean is still the layer's
+    assert model.schedule_mainloop(SHAPE, "l1", "wave") is None
+    assert mainloop_model("x", 132, records=recs).schedule_mainloop(SHAPE, "l2", "wave")[0] == pytest.approx(6.0)
+    with pytest.raises(ValueError, match='"pool" must be one of'):
+        mainloop_model("x", 132, records=recs, pool="config")

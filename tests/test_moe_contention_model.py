@@ -116,3 +116,42 @@ def test_builder_contention_mode_without_gemm_only_records_fails_clearly():
     platform = shipped_platforms()["h200-pcie-host"]
     with pytest.raises(ValueError, match="no GEMM-only mainloop record"):
         builder.Config(params(compute="contention"), platform, [gemm_only("l1", 20.0)])
+
+
+def test_schedule_anchor_gives_each_schedule_its_own_means():
+    lay = expert_layout(SHAPE, route(SHAPE, "balanced", seed=0))
+    calib = {cm.compute_key(SHAPE, "l1"): 20.0, cm.compute_key(SHAPE, "l2"): 10.0}
+    own = {"wave": {"l1": 33.0, "l2": 11.0}, "interleaved": {"l1": 28.0, "l2": 13.0}}   # made-up targets
+    inputs = {}
+    for s in own:
+        table = schedule_table(SHAPE, lay, s, 8)
+        inputs[s] = (table, np.linspace(0.8, 1.2, table.n_tiles), np.zeros(table.n_tiles))
+    for spread in ("compute", "work"):
+        pre = cm.Prepass(SHAPE, lay.mblock_valid_rows(), calib, cm.FixedCosts(0.5, 0.5, 2.0, 0.2, 6.0), own,
+                         hbm_tbps=1e-5, share="fair", anchor="schedule", spread=spread)
+        pre.run_all(inputs)
+        for s, targets in own.items():
+            kind = inputs[s][0].tiles[:, KIND]
+            for k, name in ((L1, "l1"), (L2, "l2")):
+                assert pre.mainloops_us(s)[kind == k].mean() == pytest.approx(targets[name], rel=3e-3)
+    pre = cm.Prepass(SHAPE, lay.mblock_valid_rows(), calib, cm.FixedCosts(), {"wave": own["wave"]}, 1e-5, "fair",
+                     "schedule")
+    with pytest.raises(ValueError, match="no fused-local mean mainloops of the 'interleaved' schedule"):
+        pre.run_all(inputs)
+    with pytest.raises(ValueError, match='"contention_spread" must be one of'):
+        cm.Prepass(SHAPE, lay.mblock_valid_rows(), calib, cm.FixedCosts(), own, 4.3, "fair", "schedule", "tiles")
+
+
+def test_work_spread_keeps_a_bandwidth_bound_tiles_factor():
+    lay, table = layout_and_table("wave")
+    calib = {cm.compute_key(SHAPE, "l1"): 1.0, cm.compute_key(SHAPE, "l2"): 1.0}   # bandwidth-bound at 1e-5 TB/s
+    factors = np.where(np.arange(table.n_tiles) % 2 == 0, 0.5, 1.5)
+    out = {}
+    for spread in ("compute", "work"):
+        pre = cm.Prepass(SHAPE, lay.mblock_valid_rows(), calib, cm.FixedCosts(), {"l1": 0, "l2": 0}, 1e-5, "fair",
+                         "none", spread)
+        pre.run_all({"wave": (table, factors, np.zeros(table.n_tiles))})
+        l1 = table.tiles[:, KIND] == L1
+        ml = pre.mainloops_us("wave")
+        out[spread] = ml[l1 & (factors > 1)].mean() / ml[l1 & (factors < 1)].mean()
+    assert out["work"] > 1.5 and out["work"] > out["compute"]   # the drawn spread survives the shared bandwidth

@@ -106,3 +106,15 @@ def test_without_link_keeps_the_issue_costs_and_drops_the_gate():
     q = without_link(p)
     assert q.load_gate is None and q.drain_rate_gbps == pytest.approx(1e3 * p.drain_rate_gbps)
     assert q.t_iss0_us(132, 32768) == p.t_iss0_us(132, 32768)
+
+
+def test_moe_report_averages_spread_seeds(capsys, tmp_path):
+    path = write_records(tmp_path / "test-moe.jsonl")
+    base = ["report", "--experiment", "moe", "--records", path, "--platform", "paper-8gpu", "--json"]
+    assert main([*base, "--moe-spread-seeds", "2", "--moe-spread-seed", "3"]) == 0
+    moe = json.loads(capsys.readouterr().out)["experiments"]["moe"]
+    assert moe["spread_seeds"] == [3, 4] and 0 <= moe["n_speedup_within_0_05"] <= moe["n_configs"]
+    assert main(base) == 0
+    assert json.loads(capsys.readouterr().out)["experiments"]["moe"]["spread_seeds"] == [0, 3]   # the default: 4
+    assert main([*base, "--moe-spread-seeds", "0"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1

@@ -47,17 +47,30 @@ PARAMS = {
     "mainloop_cv": Param("float", -1.0, "per-tile mainloop spread, coefficient of variation (< 0: the compute "
                          "model's measured one per tile kind, 0 without records; 0: every tile alike)"),
     "spread_seed": Param("int", 0, "seed of the per-tile spread (a hash of each tile's identity)", minimum=0),
+    "spread_seeds": Param("int", 1, "spread seeds whose kernel times are averaged (spread_seed, spread_seed + 1, "
+                          "...): the expectation over the spread instead of one draw", minimum=1),
     "compute": Param("str", "auto", "mainloop times: measured records if any, else roofline; contention: "
                      "the records' means shaped by a local run under shared HBM (xsim.moe.contention_model)",
                      choices=("auto", "roofline", "contention")),
     "hbm_tbps": Param("float", -1.0, "compute = contention: HBM bandwidth, TB/s (<= 0: the GPU's roofline figure)"),
     "hbm_share": Param("str", "fair", "compute = contention: how running mainloops share HBM (max-min fair, or "
                        "by the bytes a pipeline stage keeps in flight)", choices=("fair", "inflight")),
-    "contention_anchor": Param("str", "mean", "compute = contention: mean (scale to the records' means) or none",
-                               choices=("mean", "none")),
+    "contention_anchor": Param("str", "mean", "compute = contention: mean (scale to the records' means), schedule "
+                               "(each schedule to its own fused-local means: a measured input, as mainloop_pool = "
+                               "schedule) or none", choices=("mean", "schedule", "none")),
+    "contention_spread": Param("str", "compute", "compute = contention: the per-tile spread on the tensor-core time "
+                               "only (compute) or on the bytes too (work)", choices=("compute", "work")),
     "contention_detail": Param("str", "tile", "compute = contention: tile (each tile its mainloop in context) or "
                                "kind (each schedule's kind its mean in context, times the spread as auto)",
                                choices=("tile", "kind")),
+    "mainloop_pool": Param("str", "layer", "which records give a tile's mean mainloop and spread: layer (this very "
+                           "layer's: shape, experts, top-k, tokens, EP; else as shape) or shape (every layer of "
+                           "this hidden and intermediate) or schedule (as layer, each schedule its own measured local mean "
+                           "and spread: a measured input, not a prediction of the schedules' difference)",
+                           choices=("layer", "shape", "schedule")),
+    "combine_rate_scale": Param("float", 1.0, "the link's drain rate for the Combine's stores over the profile's "
+                                "(a what-if: the profile's rate is the microbenchmark's contiguous bursts; the "
+                                "Combine stores 2 x block_n2-byte row segments)", minimum=1e-3),
     "mainloop_records": Param("str", "", "moe records file (default: calibration/records/<platform>-moe.jsonl)"),
     "tile_fixed_us": Param("us", 0.0, "roofline's fixed per-tile cost", minimum=0),
     "l2_epilogue_us": Param("us", -1.0, "fixed epilogue time before a Linear-2 tile's first store "
@@ -74,7 +87,7 @@ class Config:
     """Everything a MoE run derives from its params once: shape, layout, compute times."""
 
     def __init__(self, params: dict, platform: Platform, mainloop_records: list[dict] | None = None):
-        self.params, self.platform = params, platform
+        self.params, self.platform = params, _scaled_link(platform, params["combine_rate_scale"])
         self.shape = MoEShape(hidden=params["hidden"], intermediate=params["intermediate"],
                               experts=params["experts"], topk=params["topk"], tokens=params["tokens"],
                               ep=params["ep"], precision=params["precision"], block_m=params["block_m"],
@@ -85,7 +98,7 @@ class Config:
         self.lead = default_lead(self.shape, self.n_streams) if params["lead"] < 0 else params["lead"]
         self.model = mainloop_model(platform.name, platform.sms, params["mainloop_records"],
                                     use_records=params["compute"] != "roofline", fixed_us=params["tile_fixed_us"],
-                                    records=mainloop_records)
+                                    records=mainloop_records, pool=params["mainloop_pool"])
         used = self.layout.rows_per_expert > 0
         reuse = float(np.mean(np.diff(self.layout.expert_mblock)[used])) if used.any() else 1.0
         # the measured bookkeeping and wait (nothing pending) before a mainloop are part of every tile
@@ -113,6 +126,11 @@ class Config:
         table = self.table(schedule) if table is None else table
         factors = self._factors(table)
         t_l1, t_l2 = self.t_l1_us, self.t_l2_us
+        own = {k: self.model.schedule_mainloop(self.shape, k, schedule) for k in ("l1", "l2")}
+        if p["mainloop_pool"] == "schedule" and self.prepass is None and all(own.values()):
+            cv = {k: own[k][1] if p["mainloop_cv"] < 0 else p["mainloop_cv"] for k in own}
+            factors = tile_factors(table.tiles, {L1: cv["l1"], L2: cv["l2"]}, p["spread_seed"])
+            t_l1, t_l2 = (own[k][0] + self.wait_overhead_us[k] for k in ("l1", "l2"))
         if self.prepass is not None and p["contention_detail"] == "tile":   # the spread is in it already
             factors, t_l1, t_l2 = self.context_mainloops_us(schedule), 1.0, 1.0
         elif self.prepass is not None:
@@ -155,6 +173,16 @@ class Config:
         return selector.locality(self.shape, table.tiles, result, capacity, self.model.peaks["hbm_tbps"])
 
 
+def _scaled_link(platform: Platform, scale: float) -> Platform:
+    """The platform with its drain rates times ``scale`` (1: the platform itself)."""
+    if scale == 1.0:
+        return platform
+    from dataclasses import replace
+
+    link = None if platform.link_drain_rate_gbps is None else platform.link_drain_rate_gbps * scale
+    return replace(platform, drain_rate_gbps=platform.drain_rate_gbps * scale, link_drain_rate_gbps=link)
+
+
 def prepass(cfg: Config):
     """The contention pre-pass of a config (:mod:`xsim.moe.contention_model`), on the records its
     compute model was made from."""
@@ -166,8 +194,11 @@ def prepass(cfg: Config):
     costs = cm.FixedCosts(cfg.wait_overhead_us["l1"], cfg.wait_overhead_us["l2"], cfg.l1_epilogue_us,
                           cfg.l2_epilogue_us, cfg.prologue_us)
     means = {k: getattr(cfg, f"t_{k}_us") - cfg.wait_overhead_us[k] for k in ("l1", "l2")}
+    if p["contention_anchor"] == "schedule":
+        own = {name: {k: cfg.model.schedule_mainloop(cfg.shape, k, name) for k in ("l1", "l2")} for name in SCHEDULES}
+        means = {name: {k: v[0] for k, v in m.items()} for name, m in own.items() if all(m.values())}
     return cm.Prepass(cfg.shape, cfg.layout.mblock_valid_rows(), cm.calibrate_compute_us(records, hbm, cfg.n_streams),
-                      costs, means, hbm, p["hbm_share"], p["contention_anchor"])
+                      costs, means, hbm, p["hbm_share"], p["contention_anchor"], p["contention_spread"])
 
 
 def load_table(path: str, shape: MoEShape, layout) -> TileTable:
@@ -220,6 +251,8 @@ def simulate(params: dict, platform: Platform, engine: str = "fast", trace: bool
         table = cfg.table(schedule)
         result = run(cfg.workload(schedule, table), engine=engine, trace=trace)
         out[schedule] = metrics.summarize(result, params["kernel_overhead_us"])
+        if params["spread_seeds"] > 1:
+            _average_seeds(out[schedule], params, platform, engine, mainloop_records, mainloops_us, schedule)
         if len(schedules) > 1:
             local[schedule] = cfg.locality(table, result)
     summary = _header(cfg)
@@ -229,6 +262,23 @@ def simulate(params: dict, platform: Platform, engine: str = "fast", trace: bool
         summary["selector"] = selector.pick(out["wave"]["kernel_us"], out["interleaved"]["kernel_us"],
                                             local["wave"], local["interleaved"]).to_dict()
     return result, summary
+
+
+def _average_seeds(summary: dict, params: dict, platform: Platform, engine: str, mainloop_records,
+                   mainloops_us, schedule: str) -> None:
+    """``spread_seeds`` > 1: the schedule's kernel time is the mean over that many spread seeds
+    (the first seed's run gives the distributions); each seed's time in ``kernel_us_per_seed``."""
+    from xsim.des import simulate as run
+
+    times = [summary["kernel_us"]]
+    for seed in range(params["spread_seed"] + 1, params["spread_seed"] + params["spread_seeds"]):
+        cfg = Config({**params, "spread_seed": seed}, platform, mainloop_records)
+        if mainloops_us is not None:
+            cfg.t_l2_us, cfg.t_l1_us = mainloops_us
+        result = run(cfg.workload(schedule), engine=engine, trace=False)
+        times.append(result.makespan_us + params["kernel_overhead_us"])
+    summary["kernel_us_per_seed"] = times
+    summary["kernel_us"] = float(np.mean(times))
 
 
 def summarize(result, params: dict) -> dict:
@@ -257,6 +307,7 @@ def predict(params: dict, platform: Platform, mainloop_records: list[dict] | Non
     ``mainloops_us`` (T_L2, T_L1) replaces the compute model's times (e.g. measured ones).
     """
     cfg = Config(params, platform, mainloop_records)
+    platform = cfg.platform
     t_l2, t_l1 = mainloops_us if mainloops_us is not None else (cfg.t_l2_us, cfg.t_l1_us)
     shape, k = cfg.shape, cfg.n_streams
     remote = mblock_remote_rows(shape, cfg.layout)

@@ -9,6 +9,7 @@ the page and one entry of the JSON document. Which records: ``--records`` files 
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -23,6 +24,23 @@ MOE_KEYS = ("n_configs", "geomean_speedup_measured", "geomean_speedup_predicted"
             "kernel_time_mape", "kernel_time_mape_local")
 
 
+def _positive_int(text: str) -> int:
+    value = _nonnegative_int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text!r}")
+    return value
+
+
+def _nonnegative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
+    return value
+
+
 def add_parser(sub):
     p = sub.add_parser("report", help="predicted vs measured for the stored records (HTML, PNG, JSON)")
     p.add_argument("--experiment", default="all", choices=EXPERIMENTS + ("all",), help="which experiment (default all)")
@@ -35,6 +53,12 @@ def add_parser(sub):
     p.add_argument("--paper-des", action="store_true", help="moe: also simulate the paper's Table 2 rows (~1 min)")
     p.add_argument("--moe-compute", choices=("auto", "roofline", "contention"),
                    help="moe: the builder's compute model for every config (default: the scenario's)")
+    p.add_argument("--moe-spread-seeds", type=_positive_int, default=None, metavar="N",
+                   help="moe: kernel times averaged over N spread seeds (default 4)")
+    p.add_argument("--moe-spread-seed", type=_nonnegative_int, default=0, metavar="S",
+                   help="moe: the first spread seed (default 0)")
+    p.add_argument("--moe-mainloop-pool", choices=("layer", "shape", "schedule"),
+                   help="moe: which records give the mean mainloops (default: the scenario's)")
     add_platform_options(p)
     add_json_option(p)
     return p
@@ -70,7 +94,8 @@ def _moe(rs, platform, args) -> Built:
     from xsim.report import moe, moe_page
 
     rep = moe.build(rs, platform, des=not args.no_des, paper_des=args.paper_des and not args.no_des,
-                    compute=args.moe_compute)
+                    compute=args.moe_compute, spread_seeds=args.moe_spread_seeds, spread_seed=args.moe_spread_seed,
+                    mainloop_pool=args.moe_mainloop_pool)
 
     def tables():
         rows = [[r.config, r.routing, r.measured["wave"]["kernel_us"], r.measured["interleaved"]["kernel_us"],

@@ -8,7 +8,11 @@ params ``{precision, block_m, block_n, k_dim, kind: "l1" | "l2"}``, stats ``main
 (least squares; one point: proportional), so any ``k_dim`` is predicted from one calibration.
 Where records of the very shape exist (params ``hidden`` and ``intermediate`` equal, any routing
 and schedule) their mean is used instead (:func:`fit_shapes`): the fit spans shapes whose
-weight traffic differs, and misses a measured shape by up to ~15 %.
+weight traffic differs, and misses a measured shape by up to ~15 %. Records of the very layer
+(the same shape and the same experts, top-k, tokens and EP: the per-expert GEMMs' rows too, read
+from the record's scenario ``config``) come first (``pool = "layer"``, :func:`fit_layers`): one
+(hidden, intermediate) is run with 24 rows per expert (dsv4-flash, 1024 tokens) and with 128
+(mimo-v2.5, 4096 tokens), whose Linear-1 mainloops differ by ~18 %.
 The same records' per-tile costs outside the mainloop are the kernel's fixed per-tile costs
 (:meth:`MainloopModel.overhead_us`): ``gap_us`` (the bookkeeping between a program's tiles) and
 ``wait_us`` with no dependency pending before the mainloop; ``epilogue_us`` after it (both
@@ -33,8 +37,8 @@ activation rows by the n-blocks of its m-block.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -77,6 +81,9 @@ class MainloopModel:
     shapes: dict = field(default_factory=dict)  # key + (hidden, intermediate) -> mean mainloop us
     spreads: dict = field(default_factory=dict) # the same shape keys, and the fit's keys -> CV
     records: list = field(default_factory=list, repr=False, compare=False)  # the parsed records used
+    layers: dict = field(default_factory=dict)  # shape key + LAYER_KEYS -> mean mainloop us (pool "layer")
+    layer_spreads: dict = field(default_factory=dict)  # the same keys -> CV
+    by_schedule: dict = field(default_factory=dict)  # layer key + (schedule,) -> (mean us, CV)
 
     def overhead_us(self, shape: MoEShape, kind: str, name: str) -> float:
         """A measured per-tile cost outside the mainloop (0 without records): ``wait_us`` (before
@@ -104,9 +111,11 @@ class MainloopModel:
         return self._tile_us(shape, "l2", weight_reuse)
 
     def source(self, shape: MoEShape) -> dict:
-        """For each tile kind of this shape: "shape" (records of this very shape), "records"
-        (the fit over k of records of other shapes) or "roofline"."""
+        """For each tile kind of this shape: "layer" (records of this very layer), "shape" (of this
+        very shape), "records" (the fit over k of records of other shapes) or "roofline"."""
         def one(kind):
+            if self._layer_key(shape, kind) in self.layers:
+                return "layer"
             if self._shape_key(shape, kind) in self.shapes:
                 return "shape"
             return "records" if self._key(shape, kind) in self.fits else "roofline"
@@ -114,8 +123,18 @@ class MainloopModel:
 
     def spread(self, shape: MoEShape, kind: str) -> float:
         """The tile kind's measured coefficient of variation of the mainloop (records of this very
-        shape, else of every shape with its key; 0 without records)."""
+        layer, else shape, else of every shape with its key; 0 without records)."""
+        if self._layer_key(shape, kind) in self.layer_spreads:
+            return self.layer_spreads[self._layer_key(shape, kind)]
         return self.spreads.get(self._shape_key(shape, kind), self.spreads.get(self._key(shape, kind), 0.0))
+
+    def schedule_mainloop(self, shape: MoEShape, kind: str, schedule: str) -> tuple[float, float] | None:
+        """(mean mainloop us, CV) of this layer's records of this very schedule (None without one;
+        the builder uses them with ``mainloop_pool = schedule`` or ``contention_anchor = schedule``)."""
+        return self.by_schedule.get(self._layer_key(shape, kind) + (schedule,))
+
+    def _layer_key(self, shape: MoEShape, kind: str) -> tuple:
+        return self._shape_key(shape, kind) + (shape.experts, shape.topk, shape.tokens, shape.ep)
 
     def _shape_key(self, shape: MoEShape, kind: str) -> tuple:
         return self._key(shape, kind) + (shape.hidden, shape.intermediate)
@@ -125,6 +144,8 @@ class MainloopModel:
         return (shape.precision, shape.block_m, block_n, kind)
 
     def _tile_us(self, shape: MoEShape, kind: str, weight_reuse: float) -> float:
+        if self._layer_key(shape, kind) in self.layers:
+            return self.layers[self._layer_key(shape, kind)]
         if self._shape_key(shape, kind) in self.shapes:
             return self.shapes[self._shape_key(shape, kind)]
         fit = self.fits.get(self._key(shape, kind))
@@ -236,6 +257,50 @@ def fit_spreads(records: list[dict]) -> dict:
     return {key: float(np.mean(v)) for key, v in groups.items()}
 
 
+LAYER_KEYS = ("experts", "topk", "tokens", "ep")
+POOLS = ("layer", "shape", "schedule")
+
+
+@lru_cache(maxsize=256)
+def scenario_layer(config: str) -> tuple | None:
+    """(experts, topk, tokens, ep) of a shipped scenario (None for a name that is not one)."""
+    from xsim.scenario import ScenarioError, load_scenario
+
+    try:
+        params = load_scenario(config).params
+    except ScenarioError:
+        return None
+    return tuple(int(params[k]) for k in LAYER_KEYS) if all(k in params for k in LAYER_KEYS) else None
+
+
+def _record_layer(rec: dict) -> tuple | None:
+    """The layer a mainloop record ran: its own params where it carries them, else its scenario's."""
+    p = rec["params"]
+    if all(k in p for k in LAYER_KEYS):
+        return tuple(int(p[k]) for k in LAYER_KEYS)
+    return scenario_layer(p["config"]) if isinstance(p.get("config"), str) else None
+
+
+def fit_layers(records: list[dict], by: tuple = ()) -> tuple[dict, dict]:
+    """(means, CVs) keyed by the shape key + (experts, topk, tokens, ep): as :func:`fit_shapes` and
+    :func:`fit_spreads`, over the preferred records of the very layer (every routing and schedule;
+    ``by``: record params that key them too, e.g. ``("schedule",)``)."""
+    means: dict[tuple, list[float]] = {}
+    cvs: dict[tuple, list[float]] = {}
+    for rec in preferred(records):
+        p, st = rec["params"], rec.get("stats", {}).get("mainloop_us", {})
+        layer = _record_layer(rec) if "hidden" in p and "intermediate" in p else None
+        if layer is None or "mean" not in st:
+            continue
+        if not all(k in p for k in by):
+            continue
+        key = _key_of(rec) + (int(p["hidden"]), int(p["intermediate"])) + layer + tuple(p[k] for k in by)
+        means.setdefault(key, []).append(float(st["mean"]))
+        if "p10" in st and "p90" in st and st["mean"] > 0:
+            cvs.setdefault(key, []).append(spread_cv(float(st["p10"]), float(st["p90"]), float(st["mean"])))
+    return ({k: float(np.mean(v)) for k, v in means.items()}, {k: float(np.mean(v)) for k, v in cvs.items()})
+
+
 def fit_overheads(records: list[dict]) -> dict:
     """Key -> mean over the records of each per-tile overhead's median (wait, store, signal),
     from the preferred records where they have it, else from the others."""
@@ -276,9 +341,15 @@ def shipped_records_path(platform_name: str) -> Path:
 
 
 def mainloop_model(platform_name: str, sms: int, records_path: str = "", use_records: bool = True,
-                   fixed_us: float = 0.0, records: list[dict] | None = None) -> MainloopModel:
+                   fixed_us: float = 0.0, records: list[dict] | None = None, pool: str = "layer") -> MainloopModel:
     """The compute model for a platform: the given records (parsed), else its shipped (or given)
-    moe records file, else the roofline."""
+    moe records file, else the roofline. ``pool``: "layer" (records of the very layer first, then
+    of the very shape), "shape" (the very shape only, every layer of it pooled) or "schedule" (as
+    layer, and each schedule's own mean and spread, :meth:`MainloopModel.schedule_mainloop`, replace
+    them in the builder: a measured input, not a prediction of the schedules' difference; the
+    per-schedule means are there with every pool, for ``contention_anchor = schedule``)."""
+    if pool not in POOLS:
+        raise ValueError(f'"pool" must be one of {", ".join(POOLS)}, got {pool!r}')
     source = ""
     if use_records and records is None:
         path = Path(records_path) if records_path else shipped_records_path(platform_name)
@@ -290,8 +361,12 @@ def mainloop_model(platform_name: str, sms: int, records_path: str = "", use_rec
     try:
         fits, overheads, outside = fit_records(records), fit_overheads(records), fit_kernel_outside_us(records)
         shapes, spreads = fit_shapes(records), fit_spreads(records)
+        layers, layer_spreads = fit_layers(records) if pool != "shape" else ({}, {})
+        means, cvs = fit_layers(records, ("schedule",))
+        by_schedule = {k: (v, cvs.get(k, 0.0)) for k, v in means.items()}
     except (KeyError, TypeError, AttributeError) as exc:  # a record of another shape: one line upstream
         raise ValueError(f"moe records {source or 'given'}: a mainloop record lacks or mistypes {exc}") from None
     return MainloopModel(peaks=peaks_for(platform_name), sms=sms, fits=fits, fixed_us=fixed_us,
                          records_file=source if fits else "", overheads=overheads, kernel_outside_us=outside,
-                         shapes=shapes, spreads=spreads, records=records)
+                         shapes=shapes, spreads=spreads, records=records, layers=layers,
+                         layer_spreads=layer_spreads, by_schedule=by_schedule)

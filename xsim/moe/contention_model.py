@@ -79,7 +79,8 @@ def tile_bytes(shape: MoEShape, table: TileTable, valid_rows: np.ndarray):
 
 
 SHARES = ("fair", "inflight")
-ANCHORS = ("mean", "none")
+ANCHORS = ("mean", "schedule", "none")
+SPREADS = ("compute", "work")
 
 
 def share_weights(shape: MoEShape, kind: np.ndarray, share: str) -> np.ndarray:
@@ -213,12 +214,19 @@ class Prepass:
     until each kind's mainloop mean over the schedules run equals the compute model's (the
     fused-local records' pooled mean, as ``auto`` uses; a fixed point, a few runs), so the
     level is the records' and what depends on the schedule is the pre-pass's, with every run
-    consistent in itself; ``none`` keeps the GEMM-only compute times and the spec bandwidth."""
+    consistent in itself; ``schedule``: the same with one factor per (schedule, kind), until each
+    schedule's kind mean equals that schedule's own fused-local mean (``means_us`` then maps each
+    schedule name to its means: the schedules' levels measured, the structure within a schedule
+    the pre-pass's); ``none`` keeps the GEMM-only compute times and the spec bandwidth.
+    ``spread = compute`` puts each tile's spread factor on its tensor-core time (a
+    bandwidth-bound tile then loses it: its share sets its time), ``work`` on its bytes too."""
 
     def __init__(self, shape: MoEShape, valid_rows: np.ndarray, compute_us: dict, costs: FixedCosts,
-                 means_us: dict, hbm_tbps: float, share: str, anchor: str):
+                 means_us: dict, hbm_tbps: float, share: str, anchor: str, spread: str = "compute"):
         if anchor not in ANCHORS:
             raise ValueError(f'"contention_anchor" must be one of {", ".join(ANCHORS)}, got {anchor!r}')
+        if spread not in SPREADS:
+            raise ValueError(f'"contention_spread" must be one of {", ".join(SPREADS)}, got {spread!r}')
         missing = [k for k in ("l1", "l2") if compute_key(shape, k) not in compute_us]
         if missing:
             raise ValueError(f"compute = contention: no GEMM-only mainloop record of this shape "
@@ -226,12 +234,15 @@ class Prepass:
                              f"{', '.join(missing)})")
         self.shape, self.valid_rows, self.costs, self.means_us = shape, valid_rows, costs, means_us
         self.compute_us = {k: compute_us[compute_key(shape, k)] for k in ("l1", "l2")}
-        self.hbm_tbps, self.share, self.anchor = hbm_tbps, share, anchor
+        self.hbm_tbps, self.share, self.anchor, self.spread = hbm_tbps, share, anchor, spread
         self.scale = {L1: 1.0, L2: 1.0}
+        self.scales: dict[str, dict[int, float]] = {}   # anchor "schedule": per schedule
         self.runs: dict[str, tuple[TileTable, ContentionResult]] = {}
 
     def run_all(self, inputs: dict, iterations: int = 8, rel_tol: float = 2e-3) -> None:
         """Run every schedule's table: inputs {name: (table, factors, l2_issue_us)}."""
+        if self.anchor == "schedule":
+            return self._run_per_schedule(inputs, iterations, rel_tol)
         for _ in range(iterations if self.anchor == "mean" else 1):
             self.runs = {name: (t, self._run(t, f, issue)) for name, (t, f, issue) in inputs.items()}
             if self.anchor == "none":
@@ -245,12 +256,35 @@ class Prepass:
                 return
             self.scale = {k: self.scale[k] * ratios[k] for k in self.scale}
 
-    def _run(self, table: TileTable, factors: np.ndarray, l2_issue_us: np.ndarray) -> ContentionResult:
+    def _run_per_schedule(self, inputs: dict, iterations: int, rel_tol: float) -> None:
+        """Anchor ``schedule``: each schedule its own factor per kind, to its own means."""
+        missing = [name for name in inputs if name not in self.means_us]
+        if missing:
+            raise ValueError(f'"contention_anchor" schedule: no fused-local mean mainloops of the '
+                             f'{missing[0]!r} schedule for this layer')
+        self.scales = {name: {L1: 1.0, L2: 1.0} for name in inputs}
+        for _ in range(iterations):
+            self.runs = {name: (t, self._run(t, f, issue, self.scales[name])) for name, (t, f, issue) in inputs.items()}
+            converged = True
+            for name, (t, r) in self.runs.items():
+                for kind, kn in ((L1, "l1"), (L2, "l2")):
+                    sel, target = t.tiles[:, KIND] == kind, self.means_us[name][kn]
+                    if sel.any() and target > 0:
+                        ratio = target / float(r.mainloop_us[sel].mean())
+                        converged &= abs(ratio - 1.0) < rel_tol
+                        self.scales[name][kind] *= ratio
+            if converged:
+                return
+
+    def _run(self, table: TileTable, factors: np.ndarray, l2_issue_us: np.ndarray,
+             scale: dict | None = None) -> ContentionResult:
         kind = table.tiles[:, KIND]
-        work = np.where(kind == L1, self.scale[L1], self.scale[L2]) * np.asarray(factors, dtype=float)
+        scale = self.scale if scale is None else scale
+        level = np.where(kind == L1, scale[L1], scale[L2])
+        work = level * np.asarray(factors, dtype=float)
         return local_mainloops(table, self.shape, self.valid_rows, self.compute_us["l1"], self.compute_us["l2"],
                                self.costs, self.hbm_tbps, work, l2_issue_us, self.share,
-                               bytes_scale=np.where(kind == L1, self.scale[L1], self.scale[L2]))
+                               bytes_scale=work if self.spread == "work" else level)
 
     def mainloops_us(self, schedule: str) -> np.ndarray:
         """The schedule's per-tile mainloops in context (after :meth:`run_all`)."""
