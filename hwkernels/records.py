@@ -13,7 +13,7 @@ from pathlib import Path
 
 SCHEMA = "xstage.record/1"
 EXPERIMENTS = ("micro", "moe", "fa-a2a", "loadgate")
-MICRO_KINDS = ("periodic", "isolated", "local", "ce-copy", "nccl")
+MICRO_KINDS = ("periodic", "isolated", "local", "ce-copy", "nccl", "segments")
 STAT_KEYS = ("mean", "median", "p10", "p90", "min", "max", "n")
 
 
