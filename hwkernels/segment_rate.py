@@ -6,8 +6,9 @@ The fused MoE kernel's Combine writes each Linear-2 tile as ``block_m`` row segm
 ``block_n2 * 2`` = 256 bytes, one per token, at the row stride of the token's output row
 (``hidden * 2`` bytes: 4-14 KB); the microbenchmarks that calibrate R write contiguous bursts.
 This runner streams the same bytes into the same mapped host buffer both ways, zero gap, and
-times each launch with CUDA events: ``persistent`` programs, ``segments_per_program`` segments
-each, every segment written once per launch (fresh addresses: the buffer spans >= 4x the L2).
+times each launch with CUDA events: one program per SM, ``segments_per_program`` segments each,
+``BLOCK`` segments per store (a [16, 128] int16 block, 16-byte vectors per thread, as a Combine
+tile's epilogue stores its rows), every segment written once per launch (fresh addresses: the buffer spans >= 4x the L2).
 
 - ``contiguous``: segment g at byte ``g * 256`` (a program's segments are consecutive);
 - ``rows``: the buffer as ``[rows, row_bytes]``, segment g at row ``g % rows``, column
@@ -29,6 +30,7 @@ import numpy as np
 
 SEGMENT_BYTES = 256
 LANES = SEGMENT_BYTES // 2          # int16 lanes per segment
+BLOCK = 16                          # segments per store instruction batch (16-byte vectors per thread)
 
 
 @functools.lru_cache(maxsize=None)
@@ -37,17 +39,18 @@ def _kernel():
     import triton.language as tl
 
     @triton.jit
-    def segments_kernel(dst, per_program, rows, ROWS: tl.constexpr, LANES: tl.constexpr):
+    def segments_kernel(dst, per_program, rows, row_elems, ROWS: tl.constexpr, LANES: tl.constexpr,
+                        BLOCK: tl.constexpr):
         pid = tl.program_id(0)
         lanes = tl.arange(0, LANES)
-        for i in range(per_program):
-            g = pid * per_program + i
-            if ROWS:
-                row_elems = (tl.num_programs(0) * per_program // rows) * LANES
+        for i in range(0, per_program, BLOCK):      # BLOCK segments per store, as a tile's rows
+            g = pid * per_program + i + tl.arange(0, BLOCK)
+            if ROWS:   # row_elems a kernel argument: Triton knows it divides by 16 and vectorizes
                 offset = (g % rows) * row_elems + (g // rows) * LANES
             else:
                 offset = g * LANES
-            tl.store(dst + offset + lanes, ((g * 131 + lanes) & 0x7FFF).to(tl.int16))
+            values = (g[:, None] * 131 + lanes[None, :]) & 0x7FFF
+            tl.store(dst + offset[:, None] + lanes[None, :], values.to(tl.int16))
     return segments_kernel
 
 
@@ -76,7 +79,11 @@ def launch(dst, programs: int, per_program: int, rows: int, pattern: str) -> Non
     from .fa import _interpreter_compat
 
     _interpreter_compat()   # a no-op on the GPU; Triton 3.6's interpreter with numpy >= 2.3 needs it
-    _kernel()[(programs,)](dst, per_program, rows, ROWS=pattern == "rows", LANES=LANES)
+    if per_program % BLOCK:
+        raise ValueError(f'"per_program" must be a multiple of {BLOCK}, got {per_program}.')
+    row_elems = programs * per_program // rows * LANES
+    _kernel()[(programs,)](dst, per_program, rows, row_elems, ROWS=pattern == "rows", LANES=LANES, BLOCK=BLOCK,
+                           num_warps=4)
 
 
 def parse_args(argv=None):

@@ -31,7 +31,7 @@ def test_kernel_writes_the_reference_under_the_interpreter(monkeypatch, pattern)
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     torch = pytest.importorskip("torch")
     pytest.importorskip("triton")
-    programs, per_program = 2, 8
+    programs, per_program = 2, 32
     segments, rows = sr.layout(programs, per_program, 4 * sr.SEGMENT_BYTES)
     dst = torch.full((segments * sr.LANES,), -1, dtype=torch.int16)
     sr.launch(dst, programs, per_program, rows, pattern)
