@@ -115,6 +115,12 @@ def _lines(path: Path) -> int:
         return 0
 
 
+def _default_sigint():
+    """In the sweep's process: SIGINT as a terminal delivers it. A test run started in the background
+    by a non-interactive shell inherits SIGINT ignored, and a Python started so never sees Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_a_sweep_interrupted_at_random_instants_keeps_every_finished_row_once(tmp_path):
     from xsim.des.fast_engine import warm_up
 
@@ -134,7 +140,7 @@ def test_a_sweep_interrupted_at_random_instants_keeps_every_finished_row_once(tm
     for round_, (name, sig, group) in enumerate(kills):
         had = _lines(out / ROWS_JSONL)
         proc = subprocess.Popen(argv + (["--resume"] if round_ else []), env=env, start_new_session=True,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=_default_sigint)
         deadline = time.monotonic() + 120
         while _lines(out / ROWS_JSONL) <= had and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.01)
