@@ -29,6 +29,7 @@ from . import fa, fa_dist, fa_layout, records
 from .destination import H200_L2_BYTES, RING_L2_MULTIPLE, ring_bursts
 from .fa import FAShape
 from .fa_variants import INSTRUMENTED, VARIANTS, Case, KernelConfig, record_kind
+from .platform_info import smi_sm_clock_mhz
 from .ranks import SOLO
 
 SUITES = {"full": (1024, 4096, 16384, 65536, 2048, 8192, 32768, 3072, 6144, 12288),
@@ -178,14 +179,6 @@ def _platform(sm_clock_mhz: float, target: str, world: int = 1, index: int = 0) 
     return platform(world, sm_clock_mhz, index, (index + 1) % max(world, 2), destination=target)
 
 
-def smi_clock_mhz() -> float:
-    """The SM clock nvidia-smi reports now (0 if it cannot be read)."""
-    from .platform_info import _smi
-
-    text = _smi("--id=0", "--query-gpu=clocks.sm", "--format=csv,noheader,nounits").strip()
-    return float(text) if text.replace(".", "", 1).isdigit() else 0.0
-
-
 def table(rows: list[dict]) -> str:
     """The short summary: one line per M (times in microseconds, medians)."""
     head = ("M", "T_FA", "T_A2A", "T_A2A_ce", "T_serial", "T_fused", "T_cc_asm", "T_cc_atom",
@@ -321,11 +314,11 @@ def main(argv=None) -> int:
             st = m.stats_dicts()
             if m.ok and "clock_mhz" in m.samples:
                 stamp_mhz = float(np.median(m.samples["clock_mhz"]))
-            mhz = stamp_mhz or smi_clock_mhz()
+            mhz = stamp_mhz or smi_sm_clock_mhz()
             if st is not None:
                 st.pop("clock_mhz", None)
             params = params_of(case, variant, replays, graph, args.target)
-            params["smi_sm_clock_mhz"] = smi_clock_mhz()
+            params["smi_sm_clock_mhz"] = smi_sm_clock_mhz()
             rec = records.make_record("fa-a2a", record_kind(variant), params, st, m.check_dict(),
                                       _platform(mhz, args.target, world, dev.index or 0),
                                       commit, dirty)

@@ -37,6 +37,7 @@ from . import moe, moe_dist, records
 from .moe_stamps import FUSED_RECORD_STATS, kernel_samples
 from .moe_bench_gemm import gemm_phase, read_settings, tune, write_settings
 from .moe_catalog import load_configs
+from .platform_info import smi_sm_clock_mhz
 from .ranks import SOLO
 from .stats import summarize
 
@@ -110,7 +111,7 @@ class Bench:
 
         if self._platform is None:
             w, i = self.ranks.world, self.device.index or 0
-            self._platform = platform(w, _sm_clock_mhz(), i, (i + 1) % max(w, 2),
+            self._platform = platform(w, smi_sm_clock_mhz(), i, (i + 1) % max(w, 2),
                                       destination=self.args.target)
         return self._platform
 
@@ -127,16 +128,6 @@ class Bench:
                 "num_stages": c.num_stages, "tma": c.tma, "acc_k1": c.acc_k1,
                 "acc_k2": c.acc_k2, "num_stages2": c.stages2, "poll": c.poll,
                 "host_desc": c.host_desc}
-
-
-def _sm_clock_mhz() -> float:
-    from .platform_info import _smi
-
-    vals = _smi("--query-gpu=clocks.sm", "--format=csv,noheader,nounits").split()
-    try:
-        return float(vals[0])
-    except (IndexError, ValueError):
-        return 0.0
 
 
 def _measure(run, repeats, warmup=1, poison=None, check=None, ranks=SOLO):

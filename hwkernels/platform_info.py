@@ -11,6 +11,12 @@ def _smi(*args: str) -> str:
     return out.stdout if out.returncode == 0 else ""
 
 
+def smi_sm_clock_mhz(index: int = 0) -> float:
+    """The SM clock nvidia-smi reports now for GPU ``index`` (0 if it cannot be read)."""
+    text = _smi(f"--id={index}", "--query-gpu=clocks.sm", "--format=csv,noheader,nounits").strip()
+    return float(text) if text.replace(".", "", 1).isdigit() else 0.0
+
+
 def driver_version() -> str:
     lines = _smi("--query-gpu=driver_version", "--format=csv,noheader").split()
     return lines[0] if lines else "unknown"

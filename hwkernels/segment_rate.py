@@ -99,7 +99,6 @@ def main(argv=None) -> int:
     import torch
 
     from . import destination, harness, platform_info, records
-    from .moe_bench import _sm_clock_mhz
 
     args = parse_args(argv)
     dev = torch.device("cuda", 0)
@@ -110,7 +109,7 @@ def main(argv=None) -> int:
     buf = destination.host_buffer(nbytes, dev)
     dst = buf.cuda.view(torch.int16)
     host = buf.cpu.view(torch.int16)
-    plat = platform_info.platform(1, _sm_clock_mhz(), 0, destination="host")
+    plat = platform_info.platform(1, platform_info.smi_sm_clock_mhz(), 0, destination="host")
     commit = os.environ.get("XSTAGE_COMMIT", "unknown")
     print(f"# {programs} programs x {args.per_program} segments of {SEGMENT_BYTES} B = {nbytes / 2**20:.0f} MiB "
           f"per launch into host memory; link {plat.get('link')}")
