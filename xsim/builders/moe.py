@@ -118,9 +118,15 @@ class Config:
         given = params["mainloop_cv"]
         self.mainloop_cv = {k: self.model.spread(self.shape, k) * params["spread_scale"] if given < 0 else given
                             for k in ("l1", "l2")}
+        self._tables: dict = {}
         self.prepass = prepass(self) if params["compute"] == "contention" else None
 
     def table(self, schedule: str):
+        if schedule not in self._tables:
+            self._tables[schedule] = self._make_table(schedule)
+        return self._tables[schedule]
+
+    def _make_table(self, schedule: str):
         if self.params["tile_table"]:
             table = load_table(self.params["tile_table"], self.shape, self.layout)
         else:
