@@ -227,7 +227,10 @@ class Prepass:
     consistent in itself; ``schedule``: the same with one factor per (schedule, kind), until each
     schedule's kind mean equals that schedule's own fused-local mean (``means_us`` then maps each
     schedule name to its means: the schedules' levels measured, the structure within a schedule
-    the pre-pass's); ``none`` keeps the GEMM-only compute times and the spec bandwidth.
+    the pre-pass's); ``ratio``: one run at the GEMM-only compute times, then each kind's mainloops
+    times one factor (the same in every schedule) so that their mean over the schedules is the
+    compute model's (no fixed point: the split between the schedules is that run's, the level the
+    records'); ``none`` keeps the GEMM-only compute times and the spec bandwidth.
     ``spread = compute`` puts each tile's spread factor on its tensor-core time (a
     bandwidth-bound tile then loses it: its share sets its time), ``work`` on its bytes too."""
 
