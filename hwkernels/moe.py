@@ -254,9 +254,6 @@ class FusedMoE:
             raise ValueError('"block_k" must divide hidden and "block_k2" intermediate.')
         if int(table.l1_nblocks) != inter // shape.block_n1:
             raise ValueError("table.l1_nblocks does not match intermediate // block_n1.")
-        self.split = int(getattr(table, "l1_split", 1))   # K-split L1 tiles (moe_split.py)
-        if self.split < 1 or h % (self.split * config.block_k):
-            raise ValueError('"l1_split" must be >= 1 and split hidden into block_k steps.')
         row0, rend = mblock_bounds(layout, shape.block_m)
         as_dev = lambda a, dt: torch.as_tensor(np.ascontiguousarray(a)).to(dt).to(dev)  # noqa
         self.row_token = as_dev(layout.row_token, i32)
@@ -283,10 +280,6 @@ class FusedMoE:
         self.dest_delta = torch.tensor([d // 2 for d in deltas], dtype=torch.int64, device=dev)
         self.sm = torch.full((max(self.n_streams, 1),), -1, dtype=i32, device=dev)
         self.ready_count = int(table.l1_nblocks) if ready else 0
-        from .moe_split import workspace
-
-        self.ws, self.ws_cnt = workspace(self.split, len(row0) * int(table.l1_nblocks),
-                                         shape.block_m, shape.block_n1, dev)
         self.resources = {}
         self._checked = interpreting()
 
@@ -296,7 +289,7 @@ class FusedMoE:
         pos = (self.data.x, self.data.w1, self.data.w2, self.act, self.out, self.row_token,
                self.row_slot, self.row_weight, self.mb_row0, self.mb_rend, self.l2_full,
                self.tiles, self.dest_delta, self.offsets, self.data.scales, self.err, self.stamps, self.sm,
-               self.ws, self.ws_cnt, c.max_spins, self.act.shape[0], *self._host_descs())
+               c.max_spins, self.act.shape[0], *self._host_descs())
         kw = dict(H=s.hidden, I=s.intermediate, E=s.experts // s.ep, TOPK=s.topk,
                   T_LOCAL=s.tokens, EP=s.ep,
                   BM=s.block_m, BN1=s.block_n1, BN2=s.block_n2, BK1=c.block_k, BK2=bk2,
@@ -305,7 +298,7 @@ class FusedMoE:
                   ACC_K1=c.acc_k1 if self.data.precision == "fp8" else 0,
                   ACC_K2=c.acc_k2 if self.data.precision == "fp8" else 0,
                   NS1=c.num_stages, NS2=c.stages2, POLL=0 if interpreting() else c.poll,
-                  HOST_DESC=c.host_desc, SPLIT1=self.split, INTERPRET=interpreting())
+                  HOST_DESC=c.host_desc, INTERPRET=interpreting())
         if not interpreting():
             kw.update(num_warps=c.num_warps, num_stages=c.num_stages)
         return pos, kw
@@ -352,8 +345,6 @@ class FusedMoE:
         """Reset the counters and the error flag (enqueued, no sync)."""
         self.l2_full.fill_(self.ready_count)
         self.err.zero_()
-        if self.split > 1:
-            self.ws_cnt.zero_()
 
     def enqueue(self):
         """Enqueue one kernel run (no sync); the first call checks co-residency."""

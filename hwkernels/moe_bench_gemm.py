@@ -58,7 +58,7 @@ def _gemm_family(b, h, inter, prec, blocks, m, mainloop: bool, gemm: bool):
     for path in ("l1", "l2"):
         if gemm:
             r = measure_path(p, path, kc, b.args.trials)
-            params = {k: r[k] for k in ("precision", "m", "n", "k", "path", "tiles", "l1_split")}
+            params = {k: r[k] for k in ("precision", "m", "n", "k", "path", "tiles")}
             params |= {"sms": b.sms, "order": "grouped", "cublas_fast_accum": prec == "fp8" and not (
                 kc.acc_k1 if path == "l1" else kc.acc_k2)}
             stats = {"triton_us": r["triton_us"], "cublas_us": r["cublas_us"]} if r["ok"] else None

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import moe
-from .moe_split import l1_split as pick_split
 from .moe_stamps import tile_times
 from .stats import summarize
 
@@ -36,35 +35,28 @@ GROUP_M = 8   # m-blocks per raster group of the GEMM-only tables
 
 
 def gemm_table(kind: int, n_mblocks: int, nblocks: int, n_streams: int, l1_nblocks: int,
-               group_m: int = GROUP_M, split: int = 1):
+               group_m: int = GROUP_M):
     """A table of one kind's tiles of one expert in grouped raster order, dealt round-robin.
 
     Groups of group_m m-blocks; inside a group n-blocks outer, m-blocks inner, so the tiles
     running at once share each weight slice through the L2 cache (cuBLAS's rasterization;
     the scheduler's wave table deals an m-block's n-blocks together instead, which streams
-    the weight once per m-block). split > 1 (Linear-1 only, moe_split.py): each tile is
-    `split` consecutive entries (n-block field n * split + part), dealt to different streams.
+    the weight once per m-block).
     """
     from types import SimpleNamespace
 
-    if split != 1 and kind != 0:
-        raise ValueError('"split" must be 1 for Linear-2 tiles.')
     order = [(m, n) for g in range(0, n_mblocks, group_m) for n in range(nblocks)
              for m in range(g, min(g + group_m, n_mblocks))]
-    tiles = np.array([(kind, 0, m, n * split + p) for m, n in order for p in range(split)],
-                     dtype=np.int32)
+    tiles = np.array([(kind, 0, m, n) for m, n in order], dtype=np.int32)
     streams = [tiles[s::n_streams] for s in range(min(n_streams, len(tiles)))]
     offsets = np.concatenate([[0], np.cumsum([len(t) for t in streams])]).astype(np.int32)
     return SimpleNamespace(offsets=offsets, tiles=np.concatenate(streams),
-                           l1_nblocks=l1_nblocks, l1_split=split)
+                           l1_nblocks=l1_nblocks)
 
 
 def gemm_problem(hidden: int, intermediate: int, m: int, precision: str, seed: int = 0,
-                 n_streams: int = 132, device="cuda", blocks=(128, 128, 128),
-                 l1_split: int | None = None) -> GemmProblem:
-    """One expert with m rows; blocks = (block_m, block_n1, block_n2). Path "l1" runs the
-    K-split table of l1_split (None: moe_split.l1_split's pick for n_streams SMs), path
-    "l1_whole" the unsplit one (the per-tile mainloop stamps)."""
+                 n_streams: int = 132, device="cuda", blocks=(128, 128, 128)) -> GemmProblem:
+    """One expert with m rows; blocks = (block_m, block_n1, block_n2)."""
     from xsim.moe.layout import expert_layout
     from xsim.moe.routing import route
     from xsim.moe.shapes import MoEShape
@@ -74,10 +66,7 @@ def gemm_problem(hidden: int, intermediate: int, m: int, precision: str, seed: i
                      block_n2=blocks[2])
     lay = expert_layout(shape, route(shape, "balanced", seed=seed))
     n_mb = lay.n_mblocks
-    split = l1_split if l1_split is not None else pick_split(n_mb * shape.l1_nblocks, n_streams)
-    tables = {"l1": gemm_table(0, n_mb, shape.l1_nblocks, n_streams, shape.l1_nblocks,
-                               split=split),
-              "l1_whole": gemm_table(0, n_mb, shape.l1_nblocks, n_streams, shape.l1_nblocks),
+    tables = {"l1": gemm_table(0, n_mb, shape.l1_nblocks, n_streams, shape.l1_nblocks),
               "l2": gemm_table(1, n_mb, shape.l2_nblocks, n_streams, shape.l1_nblocks)}
     data = moe.make_inputs(shape, seed, device)
     return GemmProblem(shape, lay, tables, data, sa_l1=float(data.scales[1]))
@@ -134,16 +123,14 @@ def _cublas(p: GemmProblem, path: str, fast_accum: bool = False):
     return fn, want
 
 
-def _checked_run(p: GemmProblem, path: str, config: moe.KernelConfig, table=None):
-    """Build the path's kernel (table None: p.tables[path]), run it once and check it:
-    (fused, rel_err, cublas fn, want)."""
+def _checked_run(p: GemmProblem, path: str, config: moe.KernelConfig):
+    """Build the path's kernel, run it once and check it: (fused, rel_err, cublas fn, want)."""
     import torch
 
     s, d = p.shape, p.data
     fp8 = d.precision == "fp8"
     out = torch.empty(s.tokens, 1, s.hidden, dtype=torch.bfloat16, device=d.x.device)
-    table = p.tables[path] if table is None else table
-    fused = moe.FusedMoE(s, p.layout, table, d, out, config, ready=(path == "l2"))
+    fused = moe.FusedMoE(s, p.layout, p.tables[path], d, out, config, ready=(path == "l2"))
     if path == "l2":
         if getattr(p, "act_in", None) is None:
             g = torch.Generator(device=d.x.device).manual_seed(7)
@@ -173,19 +160,17 @@ def _tol(p: GemmProblem, path: str) -> float:
     return 8e-2 if (path == "l1" and p.data.precision == "fp8") else 3e-2
 
 
-def measure_path(p: GemmProblem, path: str, config: moe.KernelConfig, trials: int = 20,
-                 table=None) -> dict:
+def measure_path(p: GemmProblem, path: str, config: moe.KernelConfig, trials: int = 20) -> dict:
     """Check, then time, the kernel's path and cuBLAS; dict of results (times None if wrong)."""
     s = p.shape
     tol = _tol(p, path)
-    fused, err, cublas_fn, want = _checked_run(p, path, config, table)
+    fused, err, cublas_fn, want = _checked_run(p, path, config)
     cublas_err = _rel_err(cublas_fn(), want)
     res = {"path": path, "m": s.tokens, "n": 2 * s.intermediate if path == "l1" else s.hidden,
            "k": s.hidden if path == "l1" else s.intermediate, "precision": p.data.precision,
            "ok": err <= tol and cublas_err <= tol, "max_rel_err": max(err, cublas_err),
            "kernel_rel_err": err, "cublas_rel_err": cublas_err,
-           "tiles": int(fused.n_tiles) // fused.split, "l1_split": fused.split,   # whole tiles
-           "resources": fused.resources}
+           "tiles": int(fused.n_tiles), "resources": fused.resources}
     if not res["ok"]:
         return res
     ours = [_events_us(fused.enqueue, fused.prepare) for _ in range(trials + 1)][1:]
@@ -203,8 +188,7 @@ def mainloop_samples(p: GemmProblem, path: str, config: moe.KernelConfig):
     """(ok, TileTimes) of one checked run of the path with stamps on (None when wrong)."""
     from dataclasses import replace
 
-    whole = p.tables["l1_whole"] if path == "l1" else None     # per-tile times of whole tiles
-    fused, err, _, _ = _checked_run(p, path, replace(config, stamps=True), whole)
+    fused, err, _, _ = _checked_run(p, path, replace(config, stamps=True))
     if err > _tol(p, path):
         return False, None
     return True, tile_times(fused.stamp_array(), fused.tiles.cpu().numpy(), fused.offsets.cpu().numpy())

@@ -4,10 +4,9 @@
            [--sections gemm-fp8,fused,gemm-bf16,blocks]
 
 gemm-fp8 / gemm-bf16: every GEMM family of the one-GPU catalog (hidden, intermediate, its
-    tiles) x rows 1024 / 4096 x both paths, each variant of _variants() beside the current
-    settings ("base": BASE, the shipped records' kernel settings) in the same process, on
-    the paths ROLES gives it (K-split Linear-1 tables: moe_split.py), the variants' order
-    rotated per point; each measure_path times its own cuBLAS.
+    tiles) x rows 1024 / 4096 x both paths, each variant of VARIANTS beside the current
+    settings ("base": BASE, the shipped records' kernel settings) in the same process,
+    the variants' order rotated per point; each measure_path times its own cuBLAS.
 fused: the FUSED_VARIANTS through the whole fused kernel (Combine into device memory, both
     schedules) on every fp8 config of the catalog and two bf16 ones: checked against the
     torch reference (err_over_tol > 1 fails), then 5 CUDA-event times.
@@ -31,35 +30,36 @@ from . import moe
 ROWS = (1024, 4096)
 
 
-# the kernel as the shipped records (56dc885) run it: moe_bench.SETTINGS
-BASE = {"bf16": moe.KernelConfig(block_k=64, block_k2=64, num_warps=8, num_stages=4, poll=1,
-                                 host_desc=True),
-        "fp8": moe.KernelConfig(block_k=128, block_k2=256, num_warps=8, num_stages=4,
-                                num_stages2=3, acc_k1=-1, acc_k2=-1, poll=1, host_desc=True)}
-# name -> (paths it runs, Linear-1 K-split: "rule" = moe_split.l1_split's pick, measured only
-# where it is not 1; an int = forced, measured only on L1s of <= SPLIT_MAX_TILES tiles)
-ROLES = {"base": (("l1", "l2"), 1), "split": (("l1",), "rule"), "split2": (("l1",), 2),
-         "split4": (("l1",), 4), "acc2_0": (("l2",), 1), "acc2_0_bk128": (("l2",), 1)}
-SPLIT_MAX_TILES = 256
+# the kernel as the shipped records (10d8eb7 / 4ce3734) ran it: relaxed polls, then thread
+# 0's acquire; TMA descriptors made in the kernel; fp8 Linear-2 K steps of 128
+BASE = {"bf16": moe.KernelConfig(block_k=64, block_k2=64, num_warps=8, num_stages=4, poll=0),
+        "fp8": moe.KernelConfig(block_k=128, block_k2=128, num_warps=8, num_stages=4,
+                                acc_k1=-1, acc_k2=-1, poll=0)}
 
 
 def _variants() -> dict:
     """precision -> name -> KernelConfig; "base" first (BASE), then the candidates."""
     f, b = BASE["fp8"], BASE["bf16"]
-    return {"fp8": {"base": f, "split": f, "split2": f, "split4": f,
-                    "acc2_0": replace(f, acc_k2=0),
-                    "acc2_0_bk128": replace(f, acc_k2=0, block_k2=128, num_stages2=4)},
-            "bf16": {"base": b, "split": b, "split2": b, "split4": b}}
+    bk2 = replace(f, poll=1, block_k2=256, num_stages2=3)
+    return {"fp8": {"base": f, "bk2_256": bk2, "bk2_256_hd": replace(bk2, host_desc=True),
+                    "acc2_0_hd": replace(f, poll=1, acc_k2=0, host_desc=True)},
+            "bf16": {"base": b, "poll": replace(b, poll=1),
+                     "poll_hd": replace(b, poll=1, host_desc=True)}}
 
 
 FUSED = {"fp8": ("moe1-glm-5.2-fp8-hot-4096", "moe1-qwen3-30b-fp8-balanced-4096",
                  "moe1-glm-5.2-fp8-balanced-1024", "moe1-dsv4-flash-fp8-balanced-1024",
                  "moe1-hy3-fp8-zipf-4096", "moe1-mimo-v2.5-fp8-hot-1024"),
-         "bf16": ()}
-FUSED_VARIANTS = {"fp8": ("base", "acc2_0"), "bf16": ()}
+         "bf16": ("moe1-hy3-bf16-hot-1024", "moe1-qwen3-30b-bf16-zipf-4096")}
+FUSED_VARIANTS = {"fp8": ("base", "bk2_256_hd", "acc2_0_hd"), "bf16": ("base", "poll_hd")}
 # blocks: (precision, hidden, intermediate, (block_m, block_n1, block_n2), variant, paths);
-# at 1d01d56 smaller few-tile L1 tiles, at 84983e0 256-wide Linear-2 tiles (explore logs)
-BLOCKS = ()
+# at 1d01d56 the few-tile L1s with smaller tiles (64 x 128, 128 x 64, 64 x 64: none reached
+# 0.70 on the 48-tile shape), now 256-wide Linear-2 tiles (promoted fp8 spills there)
+BLOCKS = (("bf16", 2048, 768, (128, 128, 256), "poll_hd", ("l2",)),
+          ("bf16", 4096, 1024, (128, 128, 256), "poll_hd", ("l2",)),
+          ("bf16", 4096, 2048, (128, 128, 256), "poll_hd", ("l2",)),
+          ("fp8", 2048, 768, (128, 128, 256), "acc2_0_hd", ("l2",)),
+          ("fp8", 4096, 2048, (128, 128, 256), "acc2_0_hd", ("l2",)))
 
 
 class Explore:
@@ -87,36 +87,16 @@ def _write_json(path: str, doc: dict):
     os.replace(f.name, path)
 
 
-def _split_of(x: Explore, p, path: str, name: str):
-    """The L1 K-split variant `name` runs on this point (None: the variant skips it)."""
-    from .moe_split import l1_split
-
-    paths, split = ROLES[name]
-    if path not in paths:
-        return None
-    if path == "l2" or split == 1:
-        return 1
-    tiles = p.layout.n_mblocks * p.shape.l1_nblocks
-    if split == "rule":
-        split = l1_split(tiles, x.sms)
-        return split if split > 1 else None
-    ok = tiles <= SPLIT_MAX_TILES and p.shape.hidden % (split * _variants()[
-        p.shape.precision][name].block_k) == 0
-    return split if ok else None
-
-
-def _gemm_point(x: Explore, p, path: str, name: str, kc, section: str, split: int = 1) -> dict:
-    from .moe_gemm import gemm_table, measure_path
+def _gemm_point(x: Explore, p, path: str, name: str, kc, section: str) -> dict:
+    from .moe_gemm import measure_path
 
     s = p.shape
     row = {"section": section, "precision": s.precision, "hidden": s.hidden,
            "intermediate": s.intermediate, "m": s.tokens, "path": path, "variant": name,
-           "blocks": [s.block_m, s.block_n1, s.block_n2], "l1_split": split}
+           "blocks": [s.block_m, s.block_n1, s.block_n2]}
     t0 = time.time()
-    table = None if path == "l2" else gemm_table(0, p.layout.n_mblocks, s.l1_nblocks, x.sms,
-                                                 s.l1_nblocks, split=split)
     try:
-        r = measure_path(p, path, kc, x.args.trials, table=table)
+        r = measure_path(p, path, kc, x.args.trials)
     except Exception as e:  # noqa: BLE001 (a variant that does not compile or fit)
         return row | {"ok": False, "error": f"{type(e).__name__}: {e}"[:400]}
     row |= {k: r.get(k) for k in ("n", "k", "tiles", "ok", "max_rel_err", "kernel_rel_err",
@@ -147,9 +127,7 @@ def gemm_section(x: Explore, precision: str, configs):
             i += 1
             for path in ("l1", "l2"):
                 for name in names:
-                    split = _split_of(x, p, path, name)
-                    if split is not None:
-                        x.add(_gemm_point(x, p, path, name, variants[name], "gemm", split))
+                    x.add(_gemm_point(x, p, path, name, variants[name], "gemm"))
             del p
 
 
@@ -183,7 +161,7 @@ def fused_section(x: Explore):
     from .moe_gemm import _events_us
 
     for precision, names in FUSED.items():
-        for cfg in (load_configs(",".join(names)) if names else []):
+        for cfg in load_configs(",".join(names)):
             if x.over():
                 continue
             s = cfg.shape
@@ -255,7 +233,7 @@ def print_tables(rows: list[dict]):
             key = (r["precision"], r["path"], r["m"], r["hidden"], r["intermediate"])
             points.setdefault(key, {})[r["variant"]] = r
     for prec, names in _variants().items():
-        print(f"\n{prec} GEMM ratio (cuBLAS / kernel; acc2_* against cuBLAS fast accum)")
+        print(f"\n{prec} GEMM ratio (cuBLAS / kernel; acc2_0 against cuBLAS fast accum)")
         print(f"{'point':28} " + " ".join(f"{n:>8}" for n in names))
         for key, by in sorted(points.items()):
             if key[0] != prec:

@@ -70,8 +70,6 @@ the e4m3 cast is pre-rounded (_to_e4m3); the GPU path uses native bf16/e4m3 tens
 import triton
 import triton.language as tl
 
-from .moe_split_kernels import split_merge
-
 @triton.jit
 def _now(on: tl.constexpr):
     if on:
@@ -127,28 +125,19 @@ def _to_e4m3(v, INTERPRET: tl.constexpr):
 
 
 @triton.jit
-def _linear1(x_ptr, w1_ptr, w1_desc, act_ptr, row_token_ptr, scale_ptr, ws_ptr, cnt_ptr, e,
-             mb, row0, rend, nbp, H: tl.constexpr, I: tl.constexpr, E: tl.constexpr,
-             BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, FP8: tl.constexpr,
-             TMA: tl.constexpr, ACC_K: tl.constexpr, NS: tl.constexpr, SPLIT: tl.constexpr,
-             INTERPRET: tl.constexpr, stamp_ptr, t, STAMPS: tl.constexpr):
-    """act[rows, cols] = silu(x[tok] @ Wg[:, cols]) * (x[tok] @ Wu[:, cols]); True when this
-    program wrote the tile (it must then signal l2_full).
+def _linear1(x_ptr, w1_ptr, w1_desc, act_ptr, row_token_ptr, scale_ptr, e, row0, rend, nb,
+             H: tl.constexpr, I: tl.constexpr, E: tl.constexpr, BM: tl.constexpr,
+             BN: tl.constexpr, BK: tl.constexpr, FP8: tl.constexpr, TMA: tl.constexpr,
+             ACC_K: tl.constexpr, NS: tl.constexpr, INTERPRET: tl.constexpr, stamp_ptr, t,
+             STAMPS: tl.constexpr):
+    """act[rows, cols] = silu(x[tok] @ Wg[:, cols]) * (x[tok] @ Wu[:, cols]).
 
     A (the gathered token rows, Dispatch) is always a pointer gather; with TMA the gate and
-    up weight tiles [BN, BK] (K-major) come through the w1 descriptor. SPLIT > 1 (K-split,
-    moe_split.py): the tile field nbp = nblock * SPLIT + part, this program sums K range
-    part of SPLIT, and only the last part to arrive runs the epilogue."""
-    if SPLIT == 1:
-        nb = nbp
-        k0 = 0
-    else:
-        nb = nbp // SPLIT
-        k0 = (nbp % SPLIT) * (H // SPLIT)
+    up weight tiles [BN, BK] (K-major) come through the w1 descriptor."""
     rows = row0 + tl.arange(0, BM)
     rmask = rows < rend
     tok = tl.load(row_token_ptr + rows, mask=rmask, other=0).to(tl.int64)
-    offs_k = k0 + tl.arange(0, BK)
+    offs_k = tl.arange(0, BK)
     cols = nb * BN + tl.arange(0, BN)
     a_ptrs = x_ptr + tok[:, None] * H + offs_k[None, :]          # gathered rows (Dispatch)
     g_ptrs = w1_ptr + e.to(tl.int64) * H * 2 * I + cols[None, :] * H + offs_k[:, None]
@@ -156,8 +145,7 @@ def _linear1(x_ptr, w1_ptr, w1_desc, act_ptr, row_token_ptr, scale_ptr, ws_ptr, 
     acc_g = tl.zeros((BM, BN), dtype=tl.float32)
     acc_u = tl.zeros((BM, BN), dtype=tl.float32)
     _stamp(stamp_ptr, t, 1, STAMPS)
-    for kk in tl.range(0, H // SPLIT, BK, num_stages=NS):  # BM*BK + 2*BK*BN per step
-        k = k0 + kk
+    for k in tl.range(0, H, BK, num_stages=NS):  # per step: read BM*BK + 2*BK*BN elements
         a = tl.load(a_ptrs)
         if TMA:
             bg = w1_desc.load([wrow, k]).T
@@ -170,20 +158,6 @@ def _linear1(x_ptr, w1_ptr, w1_desc, act_ptr, row_token_ptr, scale_ptr, ws_ptr, 
         a_ptrs += BK
         g_ptrs += BK
     _stamp(stamp_ptr, t, 2, STAMPS)
-    done = True
-    if SPLIT > 1:
-        done, acc_g, acc_u = split_merge(acc_g, acc_u, ws_ptr, cnt_ptr,
-                                         mb * (I // BN) + nb, nbp % SPLIT, BM, BN, SPLIT)
-    if done:
-        _l1_epilogue(acc_g, acc_u, act_ptr, scale_ptr, e, rows, rmask, cols, I, FP8,
-                     INTERPRET, stamp_ptr, t, STAMPS)
-    return done
-
-
-@triton.jit
-def _l1_epilogue(acc_g, acc_u, act_ptr, scale_ptr, e, rows, rmask, cols, I: tl.constexpr,
-                 FP8: tl.constexpr, INTERPRET: tl.constexpr, stamp_ptr, t, STAMPS: tl.constexpr):
-    """SwiGLU of the fp32 gate and up sums, cast, store of the tile's activation rows."""
     if FP8:
         s1 = tl.load(scale_ptr) * tl.load(scale_ptr + 2 + e)
         acc_g = acc_g * s1
@@ -306,15 +280,14 @@ def _tile(tiles_ptr, mb_row0_ptr, mb_rend_ptr, t, end):
 def moe_fused_kernel(x_ptr, w1_ptr, w2_ptr, act_ptr, out_ptr, row_token_ptr, row_slot_ptr,
                      row_weight_ptr, mb_row0_ptr, mb_rend_ptr, l2_full_ptr, tiles_ptr,
                      dest_delta_ptr, offsets_ptr, scale_ptr, err_ptr, stamp_ptr, sm_ptr,
-                     ws_ptr, cnt_ptr, max_spins, n_rows, w1_hd, w2_hd, act_hd,
+                     max_spins, n_rows, w1_hd, w2_hd, act_hd,
                      H: tl.constexpr, I: tl.constexpr, E: tl.constexpr, TOPK: tl.constexpr,
                      T_LOCAL: tl.constexpr, EP: tl.constexpr, BM: tl.constexpr,
                      BN1: tl.constexpr, BN2: tl.constexpr, BK1: tl.constexpr,
                      BK2: tl.constexpr, FP8: tl.constexpr, SIGNAL: tl.constexpr,
                      STAMPS: tl.constexpr, TMA: tl.constexpr, ACC_K1: tl.constexpr,
                      ACC_K2: tl.constexpr, NS1: tl.constexpr, NS2: tl.constexpr,
-                     POLL: tl.constexpr, HOST_DESC: tl.constexpr, SPLIT1: tl.constexpr,
-                     INTERPRET: tl.constexpr):
+                     POLL: tl.constexpr, HOST_DESC: tl.constexpr, INTERPRET: tl.constexpr):
     s = tl.program_id(0)
     if STAMPS:
         tl.store(sm_ptr + s, _smid(STAMPS))
@@ -344,12 +317,11 @@ def moe_fused_kernel(x_ptr, w1_ptr, w2_ptr, act_ptr, out_ptr, row_token_ptr, row
                                                   t + 1, end)
         stop = tl.load(err_ptr, volatile=True)
         if kind == 0:
-            done = _linear1(x_ptr, w1_ptr, w1_desc, act_ptr, row_token_ptr, scale_ptr, ws_ptr,
-                            cnt_ptr, e, mb, row0, rend, nb, H, I, E, BM, BN1, BK1, FP8, TMA,
-                            ACC_K1, NS1, SPLIT1, INTERPRET, stamp_ptr, t, STAMPS)
+            _linear1(x_ptr, w1_ptr, w1_desc, act_ptr, row_token_ptr, scale_ptr, e, row0,
+                     rend, nb, H, I, E, BM, BN1, BK1, FP8, TMA, ACC_K1, NS1, INTERPRET,
+                     stamp_ptr, t, STAMPS)
             _stamp(stamp_ptr, t, 4, STAMPS)
-            if done:
-                _signal(l2_full_ptr, mb, SIGNAL)
+            _signal(l2_full_ptr, mb, SIGNAL)
             _stamp(stamp_ptr, t, 5, STAMPS)
             t += 1
         else:

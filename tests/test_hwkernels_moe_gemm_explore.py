@@ -26,18 +26,18 @@ def test_summary_is_min_and_geomean_over_checked_points():
 
 def test_variants_keep_the_shipped_settings_as_base():
     v = ex._variants()
-    from hwkernels.moe_bench import SETTINGS
-
     for prec in ("bf16", "fp8"):
-        assert v[prec]["base"] == ex.BASE[prec] == SETTINGS[prec]
-        assert set(ex.FUSED_VARIANTS[prec]) <= set(v[prec]) and set(v[prec]) <= set(ex.ROLES)
-    assert ex.BASE["fp8"].acc_k1 == -1 and v["fp8"]["acc2_0"].acc_k2 == 0
+        base = v[prec]["base"]
+        assert base == ex.BASE[prec] and base.poll == 0 and not base.host_desc
+        assert all(c.poll == 1 for n, c in v[prec].items() if n != "base")
+        assert set(ex.FUSED_VARIANTS[prec]) <= set(v[prec])
+    assert ex.BASE["fp8"].acc_k1 == ex.BASE["fp8"].acc_k2 == -1
     assert ex._rotated(["a", "b", "c"], 4) == ["b", "c", "a"]
     assert all(name in v[prec] for prec, *_, name, _ in ex.BLOCKS)
 
 
 def test_tables_print_every_variant(capsys):
-    ex.print_tables([_row("base", 0.5), _row("split", 0.6), _row("acc2_0", None, ok=False),
+    ex.print_tables([_row("base", 0.5), _row("bk2_256", 0.6), _row("acc2_0_hd", None, ok=False),
                      {"section": "fused", "config": "c", "variant": "base",
                       "schedule": "wave", "ok": True, "err_over_tol": 0.5, "kernel_us": 9.0}])
     out = capsys.readouterr().out
@@ -48,22 +48,3 @@ def test_tables_print_every_variant(capsys):
 def test_bad_section_is_one_line_and_exit_2(capsys, tmp_path):
     assert ex.main(["--json", str(tmp_path / "x.json"), "--sections", "nope"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
-
-
-def test_split_variants_run_only_on_the_l1_points_they_change():
-    from types import SimpleNamespace as NS
-
-    x = NS(sms=132)
-
-    def p(hidden, tiles, precision="fp8"):
-        return NS(shape=NS(hidden=hidden, l1_nblocks=tiles // 8, precision=precision),
-                  layout=NS(n_mblocks=8))
-
-    assert ex._split_of(x, p(2048, 48), "l1", "split") == 2        # the rule's pick
-    assert ex._split_of(x, p(4096, 512), "l1", "split") is None     # the rule keeps 1
-    assert ex._split_of(x, p(2048, 48), "l1", "split4") == 4
-    assert ex._split_of(x, p(4096, 512), "l1", "split4") is None    # above SPLIT_MAX_TILES
-    assert ex._split_of(x, p(2048, 48), "l2", "split2") is None
-    assert ex._split_of(x, p(2048, 48), "l1", "acc2_0") is None
-    assert ex._split_of(x, p(2048, 48), "l2", "acc2_0") == 1
-    assert ex._split_of(x, p(2048, 48), "l1", "base") == 1
