@@ -2,8 +2,8 @@
 
 The shipped Q-loop's softmax is MUFU-bound: 66 MUFU.EX2 per thread per 128 x 128 KV step, at
 16 results per clock per SM (~1050 cycles per step, serial with the two wgmmas; docs/fa-a2a.md).
-`exp2(x, EMU)` computes EMU of every 8 consecutive elements of a thread (one inline-asm instance,
-pack = 8, so no layout change) with a polynomial on the FMA/ALU pipes and the rest with
+fa_qloop._exp2(x, EMU) computes EMU of every 8 consecutive elements of a thread (one inline-asm
+instance of `ptx(EMU)`, pack = 8, so no layout change) with a polynomial on the FMA/ALU pipes and the rest with
 `ex2.approx.ftz.f32` (MUFU):
 
     x' = max(x, -127);  r = x' + 1.5 * 2^23 rounded down  (r's low mantissa bits hold floor(x'))
@@ -13,12 +13,11 @@ pack = 8, so no layout change) with a polynomial on the FMA/ALU pipes and the re
 for x <= 0 (the softmax's x = s * scale - m). Relative error of the polynomial: 8.6e-5 (fp32
 Horner), far below bf16 P's 3.9e-3. At x <= -127 the result is <= 2^-126 (treated as 0 in
 bf16). `exp2_emulated_np` is the same arithmetic in numpy (tests); under the interpreter
-(UPCAST) the kernel keeps tl.math.exp2 (inline asm does not run there).
+(UPCAST) the kernel keeps tl.math.exp2 (inline asm does not run there). numpy only (no triton:
+the tests import it in any order with the interpreter's).
 """
 
 import numpy as np
-import triton
-import triton.language as tl
 
 # 2^f ~ 1 + f (C1 + f (C2 + f C3)) on [0, 1): fitted in float64 for the least maximum relative
 # error with p(0) = 1 (tests/test_hwkernels_fa_exp2.py refits and checks), rounded to float32.
@@ -54,25 +53,6 @@ def ptx(emulated: int, pack: int = 8) -> str:
 
 def constraints(pack: int = 8) -> str:
     return ",".join(["=r"] * pack + ["r"] * pack)
-
-
-_ASM1, _ASM2, _ASM3, _ASM4 = (tl.constexpr(ptx(k)) for k in (1, 2, 3, 4))
-_CONS = tl.constexpr(constraints())
-
-
-@triton.jit
-def exp2(x, EMU: tl.constexpr, UPCAST: tl.constexpr):
-    """2^x elementwise (fp32); EMU of every 8 elements of a thread on the FMA pipe."""
-    if EMU == 0 or UPCAST:
-        return tl.math.exp2(x)
-    elif EMU == 1:
-        return tl.inline_asm_elementwise(_ASM1, _CONS, [x], dtype=tl.float32, is_pure=True, pack=8)
-    elif EMU == 2:
-        return tl.inline_asm_elementwise(_ASM2, _CONS, [x], dtype=tl.float32, is_pure=True, pack=8)
-    elif EMU == 3:
-        return tl.inline_asm_elementwise(_ASM3, _CONS, [x], dtype=tl.float32, is_pure=True, pack=8)
-    else:
-        return tl.inline_asm_elementwise(_ASM4, _CONS, [x], dtype=tl.float32, is_pure=True, pack=8)
 
 
 def exp2_emulated_np(x) -> np.ndarray:

@@ -15,7 +15,10 @@ UPCAST / TMA as in fa_kernels.py.
 import triton
 import triton.language as tl
 
-from .fa_exp2 import exp2
+from . import fa_exp2
+
+_EMU_ASM1, _EMU_ASM2, _EMU_ASM3, _EMU_ASM4 = (tl.constexpr(fa_exp2.ptx(k)) for k in (1, 2, 3, 4))
+_EMU_CONS = tl.constexpr(fa_exp2.constraints())
 
 
 @triton.jit
@@ -34,6 +37,26 @@ def _store_chunk(stage_ptr, remote_ptr, pend_off, c, do, row_stride, offs_c, off
 
 
 @triton.jit
+def _exp2(x, EMU: tl.constexpr, UPCAST: tl.constexpr):
+    # 2^x elementwise (fp32); EMU of every 8 elements of a thread on the FMA pipe (fa_exp2).
+    if EMU == 0 or UPCAST:
+        y = tl.math.exp2(x)
+    elif EMU == 1:
+        y = tl.inline_asm_elementwise(_EMU_ASM1, _EMU_CONS, [x], dtype=tl.float32, is_pure=True,
+                                      pack=8)
+    elif EMU == 2:
+        y = tl.inline_asm_elementwise(_EMU_ASM2, _EMU_CONS, [x], dtype=tl.float32, is_pure=True,
+                                      pack=8)
+    elif EMU == 3:
+        y = tl.inline_asm_elementwise(_EMU_ASM3, _EMU_CONS, [x], dtype=tl.float32, is_pure=True,
+                                      pack=8)
+    else:
+        y = tl.inline_asm_elementwise(_EMU_ASM4, _EMU_CONS, [x], dtype=tl.float32, is_pure=True,
+                                      pack=8)
+    return y
+
+
+@triton.jit
 def _softmax_step(qk, m_i, l_i, acc, qk_scale, EMU: tl.constexpr = 0,
                   UPCAST: tl.constexpr = False, EARLY: tl.constexpr = False):
     # EMU: exp2 of EMU of every 8 elements on the FMA pipe (fa_exp2). EARLY: alpha first and
@@ -44,9 +67,9 @@ def _softmax_step(qk, m_i, l_i, acc, qk_scale, EMU: tl.constexpr = 0,
     if EARLY:
         alpha = tl.math.exp2(m_i - m_ij)
         acc = acc * alpha[:, None]
-        p = exp2(qk * qk_scale - (m_ij + alpha * 0.0)[:, None], EMU, UPCAST)
+        p = _exp2(qk * qk_scale - (m_ij + alpha * 0.0)[:, None], EMU, UPCAST)
         return p, m_ij, l_i * alpha + tl.sum(p, 1), acc
-    p = exp2(qk * qk_scale - m_ij[:, None], EMU, UPCAST)
+    p = _exp2(qk * qk_scale - m_ij[:, None], EMU, UPCAST)
     alpha = tl.math.exp2(m_i - m_ij)
     return p, m_ij, l_i * alpha + tl.sum(p, 1), acc * alpha[:, None]
 

@@ -10,6 +10,10 @@ Two facts per kernel, both about the P V wgmma (A operand P in registers, "RS"):
   rs_hazards     RS wgmma whose A registers are written before the next WARPGROUP.DEPBAR (a
                  linear scan that follows one backward branch, the loop's back-edge): the wgmma
                  reads them asynchronously, so such a kernel computes garbage (seen: inf).
+The steady-state Q-loop (the smallest loop with both HGMMA and MUFU.EX2, `qloop_mix`): its
+instruction count, its MUFU.EX2 count (66 per thread per 128 x 128 step; fewer with the exp2
+partly on the FMA pipe, fa_exp2) and `mufu_tail`, the instructions between its last MUFU.EX2 and
+its first RS wgmma (the softmax's serial tail before P V; shorter with the rescale first).
 Also registers, spills and shared memory from ptxas. torch-free; triton only for compiling.
 """
 
@@ -94,10 +98,32 @@ def mufu_under_pv(ins: list) -> int:
     return best
 
 
+def qloop_mix(ins: list) -> dict:
+    """{"loop_instructions", "loop_mufu", "mufu_tail"} of the smallest backward-branch loop that
+    holds both an HGMMA and a MUFU.EX2 (empty if there is none)."""
+    best = None
+    for a, t in ins:
+        b = re.match(r"(?:@!?U?P\w+\s+)?BRA\s+(?:`\()?0x([0-9a-f]+)", t)
+        if not b or int(b.group(1), 16) >= a:
+            continue
+        body = [u for x, u in ins if int(b.group(1), 16) <= x <= a]
+        ops = [_PRED.sub("", u) for u in body]
+        if (any(o.startswith("HGMMA") for o in ops) and any(o.startswith("MUFU.EX2") for o in ops)
+                and (best is None or len(ops) < len(best))):
+            best = ops
+    if best is None:
+        return {}
+    last = max(i for i, o in enumerate(best) if o.startswith("MUFU.EX2"))
+    first_rs = next((i for i, o in enumerate(best) if _RS.match(o) and i > last), len(best))
+    return {"loop_instructions": len(best),
+            "loop_mufu": sum(o.startswith("MUFU.EX2") for o in best),
+            "mufu_tail": first_rs - last - 1}
+
+
 def inspect_cubin(cubin: bytes) -> dict:
     ins = parse(sass_of(cubin))
     return {"mufu_under_pv": mufu_under_pv(ins), "rs_hazards": rs_hazards(ins),
-            "rs_wgmma": sum(bool(_RS.match(_PRED.sub("", t))) for _, t in ins)}
+            "rs_wgmma": sum(bool(_RS.match(_PRED.sub("", t))) for _, t in ins), **qloop_mix(ins)}
 
 
 def _ptxas_info(ptx: str) -> dict:
