@@ -53,8 +53,8 @@ FA_CONFIGS = {
 # "<FA_CONFIGS entry>[-a][-e<k>][-s]": KernelConfig extras on that entry: -a the softmax's rescale
 # first (early), -e<k> exp2 of k of every 8 elements on the FMA pipe (emu, fa_exp2), -s the last
 # partial wave split along KV (split, fa_split; FA-only only)
-FA_EXTRA = {f"{base}{'-a' * a}{f'-e{k}' * bool(k)}{'-s' * sp}": (base, {"early": a, "emu": k, "split": sp})
-            for base in ("base", "bm64x2") for a in (False, True) for k in (0, 1, 2, 3, 4)
+FA_EXTRA = {f"{base}{'-a' * a}{f'-e{k}' * bool(k)}{'-s' * sp}":
+            (base, {"early": a, "emu": k, "split": sp}) for base in ("base", "bm64x2") for a in (False, True) for k in (0, 1, 2, 3, 4)
             for sp in (False, True) if a or k or sp}
 
 
@@ -162,7 +162,7 @@ def fa_section(host, sms, out, deadline, ms=(1024, 3072, 8192), names=tuple(FA_C
             shape = _shape(m, bm, bn)
             programs = shape.n_tiles if per_sm == 0 else per_sm * sms
             if extra.get("split") and split_plan(shape.n_tiles, programs, m // bn)[1] == 1:
-                continue            # no partial wave to split: the unsplit kernel (same name w/o split)
+                continue            # no partial wave to split: the same kernel as without -s
             cfg = KernelConfig(w, st, tma, flatten=flat, ws=ws, swp=swp, **extra)
             r = {"section": "fa", "M": m, "name": name, "cfg": list(fa_config(name)[0]),
                  "extra": extra,

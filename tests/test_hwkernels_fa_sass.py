@@ -51,7 +51,8 @@ def test_pipelined_q_loop_overlaps_the_softmax_and_holds_p(compiled):
 
 def test_qloop_mix_on_a_synthetic_listing():
     loop = _listing(["MOV R1, RZ", "HGMMA.64x128x16.F32.BF16 R24, gdesc[UR16], RZ, !UPT",
-                     "MUFU.EX2 R2, R2", "MUFU.EX2 R3, R3", "FMUL R4, R4, R3", "F2FP.BF16.F32.PACK_AB R5, R2, R3",
+                     "MUFU.EX2 R2, R2", "MUFU.EX2 R3, R3", "FMUL R4, R4, R3",
+                     "F2FP.BF16.F32.PACK_AB R5, R2, R3",
                      "HGMMA.64x128x16.F32.BF16 R88, R152, gdesc[UR12].tnspB, R88, gsb0",
                      "@!P3 BRA 0x10", "EXIT"])
     assert fa_sass.qloop_mix(fa_sass.parse(loop)) == {"loop_instructions": 7, "loop_mufu": 2,
