@@ -8,11 +8,15 @@ platform, with the profile's static SM weights (shrunk, ``--e``) times a per-bur
 - ``alpha``: a shared pool of Q(K) bytes plus a per-CTA limit alpha Q(K)/K (1 = the DES's fixed share);
   freed pool capacity goes to the CTAs that want it in proportion to their weights.
 
+and a second model, ``fifo,SKEW`` (no weights at all): each CTA keeps its Q(K)/K credits, the link
+drains one FIFO at R in the order the bytes were accepted, and CTA i starts issuing at
+SKEW x |z_i| us after the barrier (z ~ N(0, 1), per burst).
+
 With beta = alpha = 1 it is the DES's model (its numbers are within a few % of the DES's on the
 weight trace's point). Prints mean / p90 / mean per-burst max issue and the share of CTAs at the floor,
 against the trace (host K = 132 x 32 KiB: 7.41 / 16.45 / 28.19 us, 10-25 % at the floor).
 
-    PYTHONPATH=. python benchmarks/tails_shape_probes.py h200-pcie-host 132 32768 beta,alpha,e,sigma ...
+    PYTHONPATH=. python benchmarks/tails_shape_probes.py h200-pcie-host 132 32768 beta,alpha,e,sigma ... fifo,0.07
 """
 
 from __future__ import annotations
@@ -63,14 +67,51 @@ def burst_issue_us(p, k: int, b: float, beta: float, alpha: float, e: float, sig
     return out
 
 
+def fifo_issue_us(p, k: int, b: float, skew_us: float, bursts: int = 16, dt: float = 0.01,
+                  seed: int = 1) -> np.ndarray:
+    """[bursts, K] issue end times (us, from each CTA's own start) with per-CTA credits and one FIFO."""
+    rng = np.random.default_rng(seed)
+    r_drain, cap = gbps_to_bytes_per_us(p.drain_rate_gbps), p.capacity_bytes(k) / k
+    rate = b / p.t_iss0_us(k, b)
+    out = np.full((bursts, k), np.nan)
+    for j in range(bursts):
+        start = skew_us * np.abs(rng.standard_normal(k))
+        acc, drained, t = np.zeros(k), np.zeros(k), 0.0
+        fifo, head, partial = [], 0, None        # accepted bytes per step, in order; the head's rest
+        while np.isnan(out[j]).any() and t < 1e4:
+            budget = r_drain * dt
+            while budget > 1e-12 and head < len(fifo):
+                seg = fifo[head] if partial is None else partial
+                if seg.sum() <= budget:
+                    drained += seg
+                    budget -= seg.sum()
+                    head, partial = head + 1, None
+                else:
+                    f = budget / seg.sum()
+                    drained += seg * f
+                    partial, budget = seg * (1 - f), 0.0
+            go = (t >= start) & (acc < b)
+            inj = np.where(go, np.minimum(np.minimum(rate * dt, b - acc), np.maximum(cap - (acc - drained), 0.0)), 0.0)
+            acc += inj
+            if inj.sum() > 0:
+                fifo.append(inj)
+            t += dt
+            done = np.isnan(out[j]) & (acc >= b - 1e-6)
+            out[j, done] = t - start[done]
+    return out
+
+
 def main() -> None:
     name, k, b = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
     p = resolve_platform(name)
     t0 = p.t_iss0_us(k, b)
     print(f"{name} K={k} B={b / 1024:.0f} KiB, T_iss0 {t0:.2f} us; beta,alpha,e,sigma: mean / p90 / max us, floor share")
     for spec in sys.argv[4:]:
-        beta, alpha, e, sigma = (float(x) for x in spec.split(","))
-        x = burst_issue_us(p, k, b, beta, alpha, e, sigma)
+        if spec.startswith("fifo,"):
+            x = fifo_issue_us(p, k, b, float(spec.split(",")[1]))
+        else:
+            beta, alpha, e, sigma = (float(v) for v in spec.split(","))
+            x = burst_issue_us(p, k, b, beta, alpha, e, sigma)
         print(f"  {spec:22s} {np.nanmean(x):6.2f} / {np.nanpercentile(x, 90):6.2f} / {np.nanmean(np.nanmax(x, axis=1)):6.1f}"
               f"   {np.mean(x < 1.5 * t0):.2f}", flush=True)
 
