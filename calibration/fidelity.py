@@ -73,7 +73,7 @@ def mode_aware(record: Record, platform: Platform) -> dict:
     """
     p = record.params
     k, b = int(p["producers"]), float(p["burst_bytes"])
-    volume, r = k * b, platform.drain_rate_gbps
+    volume, r = k * b, platform.drain_rate_for(k)
     t0 = platform.t_iss0_us(k, b)
     gap = effective_gap_us(record, platform)
     if record.kind == "isolated" or p["aligned"]:

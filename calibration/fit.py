@@ -18,7 +18,8 @@ from calibration.dataset import Split, choose_mechanism, split, store_records
 from calibration.records import Record, RecordSet
 from calibration.stages import FitError, StageFit
 from calibration.threads import fit_thread_terms
-from xsim.platform import CapacityModel, IssueModel
+from xsim.platform import REFERENCE_PRODUCERS, CapacityModel, IssueModel
+from xsim.platform_laws import drain_rate_at
 from xsim.units import MIB, drain_time_us, gbps_to_bytes_per_us
 
 STATISTICS = ("mean", "median")
@@ -74,10 +75,23 @@ class FitResult:
     baseline_gbps: dict[str, float] = field(default_factory=dict)
     threads_fit: dict = field(default_factory=dict)   # the threads-per-CTA term (calibration.threads)
     free_running_fit: dict = field(default_factory=dict)  # IssueModel.free_running_factor's fit
+    drain_law: StageFit | None = None   # R(K) = R K/(K + K0), when it passed its rule (drain_half_producers)
+
+    @property
+    def drain_half_producers(self) -> float | None:
+        return None if self.drain_law is None else self.drain_law.value("drain_half_producers")
 
 
 def _t0(theta, p: Points) -> np.ndarray:
     return stages.issue0_us(stages.full_issue_theta(theta), p.producers, p.burst_bytes)
+
+
+def _rates(p: Points, r: float, k0: float | None):
+    """R per point: the scalar R, or R(K) of each point's K when the K law is taken (every helper
+    below that takes ``r`` accepts either)."""
+    if k0 is None:
+        return r
+    return np.asarray([drain_rate_at(r, int(k), k0, REFERENCE_PRODUCERS) for k in p.producers])
 
 
 def _capacity_at(p: Points, knees: dict[int, float], model: CapacityModel | None) -> np.ndarray:
@@ -108,7 +122,7 @@ def _start(p: Points) -> tuple[float, np.ndarray, dict[int, float]]:
     return r, theta, knees
 
 
-def _issue_points(p: Points, r: float, theta, q: np.ndarray) -> np.ndarray:
+def _issue_points(p: Points, r, theta, q: np.ndarray) -> np.ndarray:
     """Recovered plateau: isolated or gap >= 1.1 G*, and q_peak <= 0.9 Q (the gap as spun;
     the loop and barrier costs only add recovery time)."""
     t0 = _t0(theta, p)
@@ -118,7 +132,7 @@ def _issue_points(p: Points, r: float, theta, q: np.ndarray) -> np.ndarray:
     return recovered & (q_peak <= stages.CAPACITY_MARGIN * q)
 
 
-def _drain_points(p: Points, r: float, theta, overhead_us: np.ndarray) -> np.ndarray:
+def _drain_points(p: Points, r, theta, overhead_us: np.ndarray) -> np.ndarray:
     """Drain-limited zero-gap *aligned* periods: V/R >= 1.25 (T_iss0 + per-burst overhead).
 
     Free-running per-producer periods are left out: with unfair arbitration between SMs the
@@ -129,7 +143,7 @@ def _drain_points(p: Points, r: float, theta, overhead_us: np.ndarray) -> np.nda
     return ~p.isolated & p.aligned & (p.gap_us == 0) & (v_over_r >= stages.DRAIN_LIMITED_MARGIN * (t0 + overhead_us))
 
 
-def _overheads(p: Points, r: float, theta, q: np.ndarray) -> tuple[StageFit, StageFit]:
+def _overheads(p: Points, r, theta, q: np.ndarray) -> tuple[StageFit, StageFit]:
     """Per-burst producer-side costs outside the issue span, from recovered periodic points:
     free-running ``period - issue - gap`` (loop bookkeeping), aligned minus that (the barrier)."""
     sel = _issue_points(p, r, theta, q) & ~p.isolated & (p.gap_us > 0)
@@ -144,15 +158,17 @@ def overhead_us(p: Points, loop_us: float, barrier_us: float) -> np.ndarray:
     return loop_us + np.where(p.aligned, barrier_us, 0.0)
 
 
-def _knee_fits(p: Points, r: float, theta) -> dict[int, StageFit]:
-    """Per K with isolated points: Q_K, when some point is past the knee (else unidentified)."""
+def _knee_fits(p: Points, r, theta) -> dict[int, StageFit]:
+    """Per K with isolated points: Q_K, when some point is past the knee (else unidentified).
+    ``r``: R, or R per point (the K law)."""
     out = {}
     t0 = _t0(theta, p)
     for k in sorted({int(x) for x in p.producers[p.isolated]}):
         m = p.isolated & (p.producers == k)
-        knee = stages.fit_knee(t0[m], p.volume_bytes[m], r, p.issue_us[m])
+        rk = r if np.ndim(r) == 0 else float(np.asarray(r)[m][0])
+        knee = stages.fit_knee(t0[m], p.volume_bytes[m], rk, p.issue_us[m])
         q = knee.value("capacity_mib") * MIB
-        if np.any(drain_time_us(p.volume_bytes[m] - q, r) > t0[m]):
+        if np.any(drain_time_us(p.volume_bytes[m] - q, rk) > t0[m]):
             out[k] = knee
     return out
 
@@ -166,32 +182,45 @@ class Stages:
     capacity_model: CapacityModel
     burst_overhead: StageFit
     grid_barrier: StageFit
+    drain_law: StageFit | None = None   # R(K), when it cut the one-R residual by 20 % (DRAIN_LAW_GAIN)
 
 
-def fit_points(p: Points) -> Stages:
+def _drain_stage(p: Points, sel: np.ndarray, drain_law: bool) -> tuple[StageFit, StageFit | None]:
+    """R, and (``drain_law``) the K law R(K) = R K/(K + K0) when it cuts the one-R rms residual by 20 %."""
+    drain = stages.fit_drain(p.volume_bytes[sel], p.period_us[sel])
+    if not drain_law:
+        return drain, None
+    law = stages.fit_drain_law(p.volume_bytes[sel], p.period_us[sel], p.producers[sel], REFERENCE_PRODUCERS)
+    if law is not None and law.rms_residual < stages.DRAIN_LAW_GAIN * drain.rms_residual:
+        return drain, law
+    return drain, None
+
+
+def fit_points(p: Points, drain_law: bool = False) -> Stages:
     r, theta, knees = _start(p)
-    model = None
+    model, k0 = None, None
     for _ in range(stages.ITERATIONS):
         q = _capacity_at(p, knees, model)
-        sel = _issue_points(p, r, theta, q)
+        rates = _rates(p, r, k0)
+        sel = _issue_points(p, rates, theta, q)
         issue = stages.fit_issue(p.producers[sel], p.burst_bytes[sel], p.issue_us[sel])
         theta = np.asarray(issue.values)
-        loop, barrier = _overheads(p, r, theta, q)
-        sel = _drain_points(p, r, theta, overhead_us(p, loop.values[0], barrier.values[0]))
-        drain = stages.fit_drain(p.volume_bytes[sel], p.period_us[sel])
-        r = drain.values[0]
-        knee_fits = _knee_fits(p, r, theta)
+        loop, barrier = _overheads(p, rates, theta, q)
+        sel = _drain_points(p, rates, theta, overhead_us(p, loop.values[0], barrier.values[0]))
+        drain, law = _drain_stage(p, sel, drain_law)
+        r, k0 = (drain.values[0], None) if law is None else (law.values[0], law.values[1])
+        knee_fits = _knee_fits(p, _rates(p, r, k0), theta)
         knees = {k: f.value("capacity_mib") * MIB for k, f in knee_fits.items()}  # bytes
         if not knees:
             raise FitError("no isolated burst is past the knee: Q cannot be fitted (larger bursts needed)")
         model, cap_fit = stages.capacity_model(knees)
-    return Stages(drain, issue, knee_fits, cap_fit, model, loop, barrier)
+    return Stages(drain, issue, knee_fits, cap_fit, model, loop, barrier, law)
 
 
 FREE_RUNNING_GAIN = 0.8   # the factor is kept only if it cuts its points' rms relative residual by 20 %
 
 
-def fit_free_running_factor(p: Points, issue: IssueModel, r: float) -> tuple[IssueModel, dict]:
+def fit_free_running_factor(p: Points, issue: IssueModel, r) -> tuple[IssueModel, dict]:
     """IssueModel.free_running_factor from the free-running periodic points on the recovered plateau
     (gap >= 1.1 G*; unlike the T_iss0 stage, whatever V: out of phase, a free-running burst never
     presents V at once): the median of issue / T_iss0, kept only if it cuts their rms relative
@@ -238,15 +267,18 @@ def _baselines(rs: RecordSet) -> dict[str, float]:
     return out
 
 
-def fit_records(rs: RecordSet, mechanism: str | None = None, statistic: str = "mean") -> FitResult:
-    """Calibrate once: one parameter set from the training part of the chosen mechanism's records."""
+def fit_records(rs: RecordSet, mechanism: str | None = None, statistic: str = "mean",
+                drain_law: bool = False) -> FitResult:
+    """Calibrate once: one parameter set from the training part of the chosen mechanism's records.
+    ``drain_law``: also try R(K) = R K/(K + K0) (taken by its 20 % rule; off for the shipped profiles)."""
     if statistic not in STATISTICS:
         raise FitError(f'"statistic" must be one of {", ".join(STATISTICS)}, got {statistic!r}')
     mech = choose_mechanism(rs, mechanism)
     recs = store_records(rs, mech)
     sp = split(recs)
-    st = fit_points(Points.of(sp.train, statistic))
-    r = st.drain.values[0]
+    st = fit_points(Points.of(sp.train, statistic), drain_law)
+    r = st.drain.values[0] if st.drain_law is None else st.drain_law.values[0]
+    k0 = None if st.drain_law is None else st.drain_law.values[1]
     threads = recs[0].params.get("threads") if recs else None
     ks = {int(x.params["producers"]) for x in recs}
     issue = stages.issue_model(st.issue, ks)
@@ -254,7 +286,8 @@ def fit_records(rs: RecordSet, mechanism: str | None = None, statistic: str = "m
         issue, threads_fit = fit_thread_terms(rs, mech, int(threads), issue, st.capacity_model, r, sp.heldout_producers)
     else:
         threads_fit = {"n_points": 0, "note": "records name no thread count"}
-    issue, free_fit = fit_free_running_factor(Points.of(sp.train, statistic), issue, r)
+    train = Points.of(sp.train, statistic)
+    issue, free_fit = fit_free_running_factor(train, issue, _rates(train, r, k0))
     return FitResult(mech, threads, statistic, r, issue, st.capacity_model,
                      st.drain, st.issue, st.knee_fits, st.capacity, st.burst_overhead, st.grid_barrier, sp,
-                     rs.sha256, _mechanism_drains(rs, mech, r), _baselines(rs), threads_fit, free_fit)
+                     rs.sha256, _mechanism_drains(rs, mech, r), _baselines(rs), threads_fit, free_fit, st.drain_law)

@@ -124,11 +124,23 @@ def _arbitration(weights, spread=None) -> dict | None:
 def base_platform(fit: FitResult, rs: RecordSet, name: str) -> Platform:
     """The fitted parameters alone (rounded as the profile stores them), for fits that need the DES."""
     return Platform(name=name, drain_rate_gbps=rounded(fit.drain_rate_gbps),
+                    drain_half_producers=rounded(fit.drain_half_producers),
                     issue=type(fit.issue_model)(**rounded(vars(fit.issue_model))),
                     capacity=type(fit.capacity_model)(**rounded(vars(fit.capacity_model))),
                     sms=int(rs.platform.get("sms", 132)), gpus=int(rs.platform.get("gpu_count", 2)),
                     burst_overhead_us=rounded(fit.burst_overhead.values[0]),
                     grid_barrier_us=rounded(fit.grid_barrier.values[0]))
+
+
+def _drain_law(fit: FitResult) -> dict:
+    """The R(K) stage's summary, only when it was taken (older profiles keep their bytes)."""
+    if fit.drain_law is None:
+        return {}
+    return {"drain_rate_law": {**stage_summary(fit.drain_law),
+                               "rms_residual_one_rate": fit.drain.rms_residual,
+                               "method": "R(K) = R [K/(K + K0)] / [132/(132 + K0)] on the same drain-limited points "
+                                         "as R, taken because it cuts the one-R rms residual by 20 % "
+                                         "(calibration/fit.py); drain_rate_gbps is then R(132)"}}
 
 
 def build_profile(fit: FitResult, rs: RecordSet, name: str, description: str = "", weights=None,
@@ -141,7 +153,8 @@ def build_profile(fit: FitResult, rs: RecordSet, name: str, description: str = "
     platform, tails included (``xsim.report.micro.heldout_errors``), recorded beside the closed
     forms' (which predict one number per point, so have no tails).
     """
-    base = Platform(name=name, drain_rate_gbps=rounded(fit.drain_rate_gbps), issue=fit.issue_model,
+    base = Platform(name=name, drain_rate_gbps=rounded(fit.drain_rate_gbps),
+                    drain_half_producers=rounded(fit.drain_half_producers), issue=fit.issue_model,
                     capacity=fit.capacity_model, sms=int(rs.platform.get("sms", 132)),
                     gpus=int(rs.platform.get("gpu_count", 2)), status="measured",
                     burst_overhead_us=rounded(fit.burst_overhead.values[0]),
@@ -159,6 +172,7 @@ def build_profile(fit: FitResult, rs: RecordSet, name: str, description: str = "
             "mechanism": fit.mechanism, "threads_per_producer": fit.threads, "statistic": fit.statistic,
             "method": METHOD,
             "drain_rate": stage_summary(fit.drain),
+            **_drain_law(fit),
             "t_iss0": stage_summary(fit.issue),
             "capacity_knees": _knees(fit),
             "capacity_model": stage_summary(fit.capacity) if fit.capacity is not None else None,
@@ -183,7 +197,7 @@ def build_profile(fit: FitResult, rs: RecordSet, name: str, description: str = "
     gpu = rs.platform.get("gpu", "?")
     text = description or (f"{gpu} x{base.gpus} ({rs.platform.get('link', '?')}), {fit.mechanism} remote stores, "
                            f"fitted by xsim calibrate from {len(rs.records)} records")
-    return Platform(name=name, drain_rate_gbps=base.drain_rate_gbps,
+    return Platform(name=name, drain_rate_gbps=base.drain_rate_gbps, drain_half_producers=base.drain_half_producers,
                     issue=type(fit.issue_model)(**rounded(vars(fit.issue_model))),
                     capacity=type(fit.capacity_model)(**rounded(vars(fit.capacity_model))),
                     sms=base.sms, gpus=base.gpus, status="measured", description=text,

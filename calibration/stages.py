@@ -32,6 +32,7 @@ RECOVERED_GAP_MARGIN = 1.10
 CAPACITY_MARGIN = 0.90
 TWO_RATE_GAIN = 0.8   # the two-rate T_iss0 form is kept only if it cuts the rms residual by 20 %
 POWER_CAPACITY_GAIN = 0.8   # the power-law Q(K) is taken only if it cuts the best other rms residual by 20 %
+DRAIN_LAW_GAIN = 0.8   # R(K) = R K/(K + K0) is taken only if it cuts the one-R rms residual by 20 %
 
 
 class FitError(ValueError):
@@ -62,6 +63,13 @@ class StageFit:
 def period_residuals(theta, volume_bytes, period_us):
     """theta = [R in GB/s]; relative residual of T_period = V / R."""
     return drain_time_us(volume_bytes, theta[0]) / period_us - 1.0
+
+
+def drain_law_residuals(theta, volume_bytes, period_us, producers, ref_producers):
+    """theta = [R at ref_producers in GB/s, K0]; relative residual of T_period = V / R(K),
+    R(K) = R [K/(K + K0)] / [K_ref/(K_ref + K0)] (xsim.platform_laws.drain_rate_at)."""
+    rate = theta[0] * (producers / (producers + theta[1])) * ((ref_producers + theta[1]) / ref_producers)
+    return drain_time_us(volume_bytes, rate) / period_us - 1.0
 
 
 def full_issue_theta(theta) -> list:
@@ -144,6 +152,17 @@ def fit_drain(volume_bytes, period_us) -> StageFit:
         raise FitError("fitting R needs at least two drain-limited zero-gap periodic points")
     r0 = float(bytes_per_us_to_gbps(np.sum(volume_bytes) / np.sum(period_us)))
     return _stage(period_residuals, [r0], (volume_bytes, period_us), ("drain_rate_gbps",), [1e-3], [1e6])
+
+
+def fit_drain_law(volume_bytes, period_us, producers, ref_producers: int) -> StageFit | None:
+    """R(K) = R K/(K + K0) given as R at ``ref_producers``, with K0 >= 0; None unless the points
+    span at least two K (K0 is not identified by one)."""
+    producers = np.asarray(producers, float)
+    if np.unique(producers).size < 2 or len(volume_bytes) < 3:
+        return None
+    r0 = float(bytes_per_us_to_gbps(np.sum(volume_bytes) / np.sum(period_us)))
+    return _stage(drain_law_residuals, [r0, 1.0], (volume_bytes, period_us, producers, float(ref_producers)),
+                  ("drain_rate_gbps", "drain_half_producers"), [1e-3, 0.0], [1e6, 1e4])
 
 
 def fit_constant(name: str, values_us) -> StageFit:

@@ -19,6 +19,7 @@ from .tma import set_tma_allocator
 MODE_LOCAL, MODE_FUSED, MODE_CC, MODE_PACED = 0, 1, 2, 3
 ORDERS = {"default": 0, "remote-first": 1}  # fa_layout.tiles | fa_layout.remote_first_coords
 PACES = (1, 2, 4, 8, 16)
+EMUS = (0, 1, 2, 3, 4)                     # softmax exp2 elements of 8 on the FMA pipe (fa_exp2)
 FENCES = {"asm": 1, "atomic": 2}          # completion-coupled: fence.sc.sys | release atomic
 STAMP_WORDS = 6
 ATOL = 2e-2                                # bf16 output vs the float32 reference
@@ -163,12 +164,14 @@ def launch_fa(q, k, v, shape: FAShape, mode: int, out=None, bufs: OwnerBuffers |
               programs: int = 132, fence: str = "atomic", stamps=None, flags=None,
               num_warps: int = 8, num_stages: int = 3, tma: bool = False, pace: int = 0,
               spread: bool = True, stage=None, order: str = "default", flatten: bool = False,
-              ws: bool = False, branch: bool = True, swp: bool = False):
+              ws: bool = False, branch: bool = True, swp: bool = False, emu: int = 0,
+              early: bool = False):
     """Enqueue fa_fwd_kernel (no sync). mode 0 writes `out` [batch, HL, M, d]; modes 1, 2, 3
     write `bufs`. stamps (int64 [n_tiles, 6]) turns the per-tile instrumentation on. mode 3
     (paced) needs pace (row chunks per tile, one of PACES) and `stage` (>= programs * b_m * d
     elements of the output dtype, HBM). swp: the Q-loop software-pipelined by one KV step
-    (fa_qloop._qloop_swp). Returns Triton's handle of the compiled kernel."""
+    (fa_qloop._qloop_swp). emu: exp2 of `emu` of every 8 softmax elements on the FMA pipe
+    (EMUS). Returns Triton's handle of the compiled kernel."""
     from .fa_kernels import fa_fwd_kernel
 
     upcast = _interpreter_compat()
@@ -184,6 +187,8 @@ def launch_fa(q, k, v, shape: FAShape, mode: int, out=None, bufs: OwnerBuffers |
             raise ValueError('the paced variant needs "stage" (>= programs * block_m * head_dim).')
     else:
         pace, stage = 0, None
+    if emu not in EMUS or (emu and swp):
+        raise ValueError(f'"emu" must be one of {EMUS} (0 with swp), got {emu!r}.')
     if fence not in FENCES:
         raise ValueError(f'"fence" must be one of {sorted(FENCES)}, got {fence!r}.')
     if mode == MODE_LOCAL:
@@ -206,7 +211,7 @@ def launch_fa(q, k, v, shape: FAShape, mode: int, out=None, bufs: OwnerBuffers |
                         UPCAST=upcast, TMA=tma, PACE=pace,
                         CHUNK=shape.block_m // pace if pace else shape.block_m,
                         ORDER=ORDERS[order], FLATTEN=flatten, WS=ws, BRANCH=bool(branch),
-                        SWP=bool(swp),
+                        SWP=bool(swp), EMU=int(emu), EARLY=bool(early),
                         num_warps=num_warps, num_stages=num_stages)
 
 

@@ -59,6 +59,11 @@ def parse_args(argv=None):
     ap.add_argument("--ws", action="store_true", help="persistent loop tl.range(warp_specialize=True)")
     ap.add_argument("--swp", action="store_true",
                     help="Q-loop software-pipelined by one KV step (P V in flight during the softmax)")
+    ap.add_argument("--emu", type=int, default=0, choices=fa.EMUS,
+                    help="softmax exp2: this many of every 8 elements on the FMA pipe (fa_exp2)")
+    ap.add_argument("--early", action="store_true", help="softmax: alpha and the rescale first")
+    ap.add_argument("--split", action="store_true",
+                    help="fa-only and serial: the last partial wave split along KV (fa_split)")
     ap.add_argument("--pace", type=int, default=8,
                     help="fused-paced: row chunks per tile, stored during the next Q-loop")
     ap.add_argument("--pace-consecutive", action="store_true",
@@ -163,7 +168,8 @@ def params_of(case: Case, variant: str, replays: int, graph: bool, target: str) 
          "remote_bytes": s.remote_bytes, "out_bytes": s.out_bytes, "ring_slots": case.slots,
          "replays": replays, "graph": graph, "num_warps": c.num_warps,
          "num_stages": c.num_stages, "tma": c.tma, "variant": variant, "flatten": c.flatten,
-         "ws": c.ws, "swp": c.swp, "tile_order": "default"}
+         "ws": c.ws, "swp": c.swp, "tile_order": "default", "emu": c.emu, "early": c.early,
+         "split": c.split and variant in ("fa-only", "serial")}
     if variant.startswith("cc-"):
         p["fence"] = variant[3:]
     if variant == "fused-paced":
@@ -275,7 +281,7 @@ def main(argv=None) -> int:
         cfg = KernelConfig(args.num_warps, args.num_stages, args.tma, flatten=args.flatten,
                            ws=args.ws, pace=args.pace, pace_spread=not args.pace_consecutive,
                            pace_order=args.pace_order, pace_branch=not args.pace_masked,
-                           swp=args.swp)
+                           swp=args.swp, emu=args.emu, early=args.early, split=args.split)
     except ValueError as exc:
         print(f"fa_bench: {exc}", file=sys.stderr)
         return 2

@@ -23,6 +23,7 @@ import numpy as np
 from . import fa_sass
 from .fa import FAShape
 from .fa_bench import _host_view, host_bytes_for, measure_variant, slots_for
+from .fa_split import split_plan
 from .fa_variants import Case, KernelConfig
 
 # name: (block_m, block_n, warps, stages, tma, CTAs per SM (0: one program per tile), flatten, ws,
@@ -49,6 +50,22 @@ FA_CONFIGS = {
     "swp64x2": (64, 64, 4, 2, True, 2, False, False, True),
     "swp64x2w8": (64, 64, 8, 2, True, 2, False, False, True),
 }
+# "<FA_CONFIGS entry>[-a][-e<k>][-s]": KernelConfig extras on that entry: -a the softmax's rescale
+# first (early), -e<k> exp2 of k of every 8 elements on the FMA pipe (emu, fa_exp2), -s the last
+# partial wave split along KV (split, fa_split; FA-only only)
+FA_EXTRA = {f"{base}{'-a' * a}{f'-e{k}' * bool(k)}{'-s' * sp}":
+            (base, {"early": a, "emu": k, "split": sp}) for base in ("base", "bm64x2") for a in (False, True) for k in (0, 1, 2, 3, 4)
+            for sp in (False, True) if a or k or sp}
+
+
+def fa_config(name: str) -> tuple:
+    """(FA_CONFIGS tuple, KernelConfig extras) of a FA_CONFIGS or FA_EXTRA name."""
+    if name in FA_EXTRA:
+        base, extra = FA_EXTRA[name]
+        return FA_CONFIGS[base], dict(extra)
+    return FA_CONFIGS[name], {}
+
+
 # name: (pace, spread, order, branch)
 PACED = {"p1": (1, True, "remote-first", True), "p2": (2, True, "remote-first", True),
          "p4": (4, True, "remote-first", True), "p8": (8, True, "remote-first", True),
@@ -92,10 +109,10 @@ def _point(shape, cfg, host, programs, variant, repeats, instrument=True) -> dic
     return res
 
 
-def _paced_cfg(w, st, tma, name, swp=False) -> KernelConfig:
+def _paced_cfg(w, st, tma, name, swp=False, **extra) -> KernelConfig:
     pace, spread, order, branch = PACED[name]
     return KernelConfig(w, st, tma, pace=pace, pace_spread=spread, pace_order=order,
-                        pace_branch=branch, swp=swp)
+                        pace_branch=branch, swp=swp, **extra)
 
 
 def pace_section(host, sms, out, deadline, ms=(1024, 4096, 8192, 16384), fa_cfg="base",
@@ -139,13 +156,16 @@ def fa_section(host, sms, out, deadline, ms=(1024, 3072, 8192), names=tuple(FA_C
         out.append(r)
         print(json.dumps(r, default=float), flush=True)
         for name in names:
-            bm, bn, w, st, tma, per_sm, flat, ws, swp = FA_CONFIGS[name]
+            (bm, bn, w, st, tma, per_sm, flat, ws, swp), extra = fa_config(name)
             if time.time() > deadline:
                 return
             shape = _shape(m, bm, bn)
             programs = shape.n_tiles if per_sm == 0 else per_sm * sms
-            cfg = KernelConfig(w, st, tma, flatten=flat, ws=ws, swp=swp)
-            r = {"section": "fa", "M": m, "name": name, "cfg": list(FA_CONFIGS[name]),
+            if extra.get("split") and split_plan(shape.n_tiles, programs, m // bn)[1] == 1:
+                continue            # no partial wave to split: the same kernel as without -s
+            cfg = KernelConfig(w, st, tma, flatten=flat, ws=ws, swp=swp, **extra)
+            r = {"section": "fa", "M": m, "name": name, "cfg": list(fa_config(name)[0]),
+                 "extra": extra,
                  **_point(shape, cfg, host, programs, "fa-only", 4, False)}
             out.append(r)
             print(json.dumps(r, default=float), flush=True)
@@ -163,9 +183,10 @@ def var_section(host, sms, out, deadline, ms=(1024, 8192), names=("base", "swp2"
             for name in names:
                 if time.time() > deadline:
                     return
-                bm, bn, w, st, tma, per_sm, flat, ws, swp = FA_CONFIGS[name]
-                cfg = (_paced_cfg(w, st, tma, paced, swp) if variant == "fused-paced"
-                       else KernelConfig(w, st, tma, flatten=flat, ws=ws, swp=swp))
+                (bm, bn, w, st, tma, per_sm, flat, ws, swp), extra = fa_config(name)
+                cfg = (_paced_cfg(w, st, tma, paced, swp, **extra)
+                       if variant == "fused-paced"
+                       else KernelConfig(w, st, tma, flatten=flat, ws=ws, swp=swp, **extra))
                 r = {"section": "var", "M": m, "name": f"{name}:{variant}", "fa_cfg": name,
                      **_point(_shape(m, bm, bn), cfg, host, per_sm * sms, variant, repeats=4)}
                 out.append(r)
@@ -190,6 +211,38 @@ def summary(rows) -> str:
     return "\n".join(lines)
 
 
+def ratios(rows) -> dict:
+    """{config name: {M: cuDNN time / ours}} of section fa (points that passed)."""
+    cud = {r["M"]: r["kernel_us"] for r in rows if r["section"] == "fa" and r["name"] == "cudnn"
+           and r.get("ok")}
+    out: dict = {}
+    for r in rows:
+        if r["section"] == "fa" and r["name"] != "cudnn" and r.get("ok") and r["M"] in cud:
+            out.setdefault(r["name"], {})[r["M"]] = cud[r["M"]] / r["kernel_us"]
+    return out
+
+
+def ratio_table(rows) -> str:
+    """One line per config: cuDNN / ours at every M of section fa, then the minimum."""
+    rat = ratios(rows)
+    ms = sorted({m for v in rat.values() for m in v})
+    lines = [f"{'config':>16} " + " ".join(f"{m:>6}" for m in ms) + "    min"]
+    for name, v in rat.items():
+        cells = " ".join(f"{v[m]:6.3f}" if m in v else f"{'-':>6}" for m in ms)
+        lines.append(f"{name:>16} {cells} {min(v.values()):6.3f}")
+    return "\n".join(lines)
+
+
+def auto_var_configs(rows, n: int = 2, family: str = "base") -> list:
+    """`family` and its n unsplit FA_EXTRA configs with the highest minimum cuDNN / ours over the
+    M every one of them passed (section var's "auto")."""
+    rat = {k: v for k, v in ratios(rows).items()
+           if k in FA_EXTRA and FA_EXTRA[k][0] == family and not FA_EXTRA[k][1]["split"]}
+    full = set(ratios(rows).get(family, {}))
+    ok = [k for k, v in rat.items() if set(v) >= full]
+    return [family] + sorted(ok, key=lambda k: -min(rat[k][m] for m in full))[:n]
+
+
 def main(argv=None) -> int:
     import torch
 
@@ -200,9 +253,12 @@ def main(argv=None) -> int:
                     help="comma-separated section:seconds, run in this order")
     ap.add_argument("--pace-ms", default="1024,4096,8192,16384")
     ap.add_argument("--fa-ms", default="1024,3072,8192")
-    ap.add_argument("--fa-configs", default=",".join(FA_CONFIGS), help="names of FA_CONFIGS")
+    ap.add_argument("--fa-configs", default=",".join(FA_CONFIGS),
+                    help="names of FA_CONFIGS or FA_EXTRA")
     ap.add_argument("--var-ms", default="1024,8192")
-    ap.add_argument("--var-configs", default="base,swp2", help="names of FA_CONFIGS (section var)")
+    ap.add_argument("--var-configs", default="base,swp2",
+                    help="names of FA_CONFIGS or FA_EXTRA (section var); auto: base and the two "
+                         "FA_EXTRA configs of section fa with the highest minimum cuDNN / ours")
     ap.add_argument("--pace-config", default="base", help="the FA_CONFIGS entry of section pace")
     ap.add_argument("--paced", default=",".join(PACED), help="names of PACED for section pace")
     ap.add_argument("--no-baselines", action="store_true", help="section pace without fa-only, fused")
@@ -225,8 +281,10 @@ def main(argv=None) -> int:
             if sec == "fa":
                 fa_section(host, sms, rows, deadline, fa_ms, args.fa_configs.split(","))
             elif sec == "var":
-                var_section(host, sms, rows, deadline, [int(x) for x in args.var_ms.split(",") if x],
-                            args.var_configs.split(","))
+                names = (auto_var_configs(rows) if args.var_configs == "auto"
+                         else args.var_configs.split(","))
+                print(f"var configs: {names}", flush=True)
+                var_section(host, sms, rows, deadline, var_ms, names)
             elif sec == "pace":
                 pace_section(host, sms, rows, deadline, pace_ms, args.pace_config,
                              args.paced.split(","), not args.no_baselines)
@@ -236,6 +294,7 @@ def main(argv=None) -> int:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1, default=float)
         print(summary(rows))
+        print(ratio_table(rows))
         if args.pick:
             pick(rows, args.pick)
     return 0

@@ -15,6 +15,11 @@ UPCAST / TMA as in fa_kernels.py.
 import triton
 import triton.language as tl
 
+from . import fa_exp2
+
+_EMU_ASM1, _EMU_ASM2, _EMU_ASM3, _EMU_ASM4 = (tl.constexpr(fa_exp2.ptx(k)) for k in (1, 2, 3, 4))
+_EMU_CONS = tl.constexpr(fa_exp2.constraints())
+
 
 @triton.jit
 def _store_chunk(stage_ptr, remote_ptr, pend_off, c, do, row_stride, offs_c, offs_d,
@@ -32,9 +37,39 @@ def _store_chunk(stage_ptr, remote_ptr, pend_off, c, do, row_stride, offs_c, off
 
 
 @triton.jit
-def _softmax_step(qk, m_i, l_i, acc, qk_scale):
+def _exp2(x, EMU: tl.constexpr, UPCAST: tl.constexpr):
+    # 2^x elementwise (fp32); EMU of every 8 elements of a thread on the FMA pipe (fa_exp2).
+    if EMU == 0 or UPCAST:
+        y = tl.math.exp2(x)
+    elif EMU == 1:
+        y = tl.inline_asm_elementwise(_EMU_ASM1, _EMU_CONS, [x], dtype=tl.float32, is_pure=True,
+                                      pack=8)
+    elif EMU == 2:
+        y = tl.inline_asm_elementwise(_EMU_ASM2, _EMU_CONS, [x], dtype=tl.float32, is_pure=True,
+                                      pack=8)
+    elif EMU == 3:
+        y = tl.inline_asm_elementwise(_EMU_ASM3, _EMU_CONS, [x], dtype=tl.float32, is_pure=True,
+                                      pack=8)
+    else:
+        y = tl.inline_asm_elementwise(_EMU_ASM4, _EMU_CONS, [x], dtype=tl.float32, is_pure=True,
+                                      pack=8)
+    return y
+
+
+@triton.jit
+def _softmax_step(qk, m_i, l_i, acc, qk_scale, EMU: tl.constexpr = 0,
+                  UPCAST: tl.constexpr = False, EARLY: tl.constexpr = False):
+    # EMU: exp2 of EMU of every 8 elements on the FMA pipe (fa_exp2). EARLY: alpha first and
+    # P's exponent made to depend on it (+ alpha * 0, exact: alpha is in [0, 1]), so ptxas issues
+    # alpha's MUFU first and interleaves the acc rescale with P's MUFU work instead of leaving
+    # 64 FMUL between the last exp2 and the P V wgmma (fa_sass shows both orders).
     m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
-    p = tl.math.exp2(qk * qk_scale - m_ij[:, None])
+    if EARLY:
+        alpha = tl.math.exp2(m_i - m_ij)
+        acc = acc * alpha[:, None]
+        p = _exp2(qk * qk_scale - (m_ij + alpha * 0.0)[:, None], EMU, UPCAST)
+        return p, m_ij, l_i * alpha + tl.sum(p, 1), acc
+    p = _exp2(qk * qk_scale - m_ij[:, None], EMU, UPCAST)
     alpha = tl.math.exp2(m_i - m_ij)
     return p, m_ij, l_i * alpha + tl.sum(p, 1), acc * alpha[:, None]
 
@@ -149,11 +184,14 @@ def _qloop_swp(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n, o
 
 
 @triton.jit
-def _qloop(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n, offs_d, qk_scale,
-           stage_ptr, remote_ptr, pend_off, pend, pace_stride, row_stride, offs_c,
-           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr,
-           UPCAST: tl.constexpr, TMA: tl.constexpr, PACE: tl.constexpr,
-           CHUNK: tl.constexpr, BRANCH: tl.constexpr):
+def _qloop_raw(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n, offs_d, qk_scale,
+               stage_ptr, remote_ptr, pend_off, pend, pace_stride, row_stride, offs_c,
+               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr,
+               UPCAST: tl.constexpr, TMA: tl.constexpr, PACE: tl.constexpr,
+               CHUNK: tl.constexpr, BRANCH: tl.constexpr, EMU: tl.constexpr = 0,
+               EARLY: tl.constexpr = False):
+    # KV rows kv_row0 .. kv_row0 + seq - 1: the unnormalized accumulator, row max m_i (base 2,
+    # scaled) and row sum l_i (fa_split merges KV splits of one tile with them).
     m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     acc = tl.zeros([BLOCK_M, D], dtype=tl.float32)
@@ -162,7 +200,7 @@ def _qloop(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n, offs_
     for start_n in range(0, seq, BLOCK_N):
         k = _load_kv(desc_k, k_ptr, kv_ptrs, row, UPCAST, TMA)
         qk = tl.dot(q, tl.trans(k))                        # [BLOCK_M, BLOCK_N] fp32
-        p, m_i, l_i, acc = _softmax_step(qk, m_i, l_i, acc, qk_scale)
+        p, m_i, l_i, acc = _softmax_step(qk, m_i, l_i, acc, qk_scale, EMU, UPCAST, EARLY)
         v = _load_kv(desc_v, v_ptr, kv_ptrs, row, UPCAST, TMA)
         acc = tl.dot(p.to(v.dtype), v, acc)
         if PACE > 0:
@@ -170,4 +208,18 @@ def _qloop(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n, offs_
                        row_stride, offs_c, offs_d, D, PACE, CHUNK, BRANCH)
         kv_ptrs += BLOCK_N * D
         row += BLOCK_N
+    return acc, m_i, l_i
+
+
+@triton.jit
+def _qloop(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n, offs_d, qk_scale,
+           stage_ptr, remote_ptr, pend_off, pend, pace_stride, row_stride, offs_c,
+           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr,
+           UPCAST: tl.constexpr, TMA: tl.constexpr, PACE: tl.constexpr,
+           CHUNK: tl.constexpr, BRANCH: tl.constexpr, EMU: tl.constexpr = 0,
+               EARLY: tl.constexpr = False):
+    acc, m_i, l_i = _qloop_raw(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n,
+                               offs_d, qk_scale, stage_ptr, remote_ptr, pend_off, pend,
+                               pace_stride, row_stride, offs_c, BLOCK_M, BLOCK_N, D, UPCAST,
+                               TMA, PACE, CHUNK, BRANCH, EMU, EARLY)
     return acc / l_i[:, None]

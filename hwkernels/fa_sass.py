@@ -10,6 +10,10 @@ Two facts per kernel, both about the P V wgmma (A operand P in registers, "RS"):
   rs_hazards     RS wgmma whose A registers are written before the next WARPGROUP.DEPBAR (a
                  linear scan that follows one backward branch, the loop's back-edge): the wgmma
                  reads them asynchronously, so such a kernel computes garbage (seen: inf).
+The steady-state Q-loop (the smallest loop with both HGMMA and MUFU.EX2, `qloop_mix`): its
+instruction count, its MUFU.EX2 count (66 per thread per 128 x 128 step; fewer with the exp2
+partly on the FMA pipe, fa_exp2) and `mufu_tail`, the instructions between its last MUFU.EX2 and
+its first RS wgmma (the softmax's serial tail before P V; shorter with the rescale first).
 Also registers, spills and shared memory from ptxas. torch-free; triton only for compiling.
 """
 
@@ -94,10 +98,32 @@ def mufu_under_pv(ins: list) -> int:
     return best
 
 
+def qloop_mix(ins: list) -> dict:
+    """{"loop_instructions", "loop_mufu", "mufu_tail"} of the smallest backward-branch loop that
+    holds both an HGMMA and a MUFU.EX2 (empty if there is none)."""
+    best = None
+    for a, t in ins:
+        b = re.match(r"(?:@!?U?P\w+\s+)?BRA\s+(?:`\()?0x([0-9a-f]+)", t)
+        if not b or int(b.group(1), 16) >= a:
+            continue
+        body = [u for x, u in ins if int(b.group(1), 16) <= x <= a]
+        ops = [_PRED.sub("", u) for u in body]
+        if (any(o.startswith("HGMMA") for o in ops) and any(o.startswith("MUFU.EX2") for o in ops)
+                and (best is None or len(ops) < len(best))):
+            best = ops
+    if best is None:
+        return {}
+    last = max(i for i, o in enumerate(best) if o.startswith("MUFU.EX2"))
+    first_rs = next((i for i, o in enumerate(best) if _RS.match(o) and i > last), len(best))
+    return {"loop_instructions": len(best),
+            "loop_mufu": sum(o.startswith("MUFU.EX2") for o in best),
+            "mufu_tail": first_rs - last - 1}
+
+
 def inspect_cubin(cubin: bytes) -> dict:
     ins = parse(sass_of(cubin))
     return {"mufu_under_pv": mufu_under_pv(ins), "rs_hazards": rs_hazards(ins),
-            "rs_wgmma": sum(bool(_RS.match(_PRED.sub("", t))) for _, t in ins)}
+            "rs_wgmma": sum(bool(_RS.match(_PRED.sub("", t))) for _, t in ins), **qloop_mix(ins)}
 
 
 def _ptxas_info(ptx: str) -> dict:
@@ -114,7 +140,7 @@ def _ptxas_info(ptx: str) -> dict:
 
 
 def compile_offline(mode=0, block_m=128, block_n=128, warps=8, stages=3, swp=False, pace=0,
-                    d=128):
+                    d=128, emu=0, early=False):
     """fa_fwd_kernel compiled for sm_90 as the launcher specializes it (16-aligned pointers and
     sizes), TMA on; returns Triton's CompiledKernel (asm: ttgir, ptx, cubin)."""
     import triton
@@ -127,7 +153,7 @@ def compile_offline(mode=0, block_m=128, block_n=128, warps=8, stages=3, swp=Fal
     const = dict(D=d, BLOCK_M=block_m, BLOCK_N=block_n, MODE=mode, FENCE=2, INSTR=False,
                  UPCAST=False, TMA=True, PACE=pace, CHUNK=block_m // pace if pace else block_m,
                  ORDER=1 if mode == 3 else 0, FLATTEN=False, WS=False, BRANCH=True,
-                 DELTA=False, SWP=swp)
+                 DELTA=False, SWP=swp, EMU=emu, EARLY=early)
     sig = {n: "*bf16" for n in ("q_ptr", "k_ptr", "v_ptr", "out_ptr", "remote_ptr", "stage_ptr")}
     sig.update(stamps_ptr="*i64", flags_ptr="*i32", delta_ptr="*i64", qk_scale="fp32")
     sig.update({n: "i32" for n in ("n_tiles", "programs", "rank", "hl", "seq", "sp",
@@ -150,11 +176,14 @@ def main(argv=None) -> int:
     ap.add_argument("--num-stages", type=int, default=3)
     ap.add_argument("--pace", type=int, default=8, help="MODE 3 row chunks")
     ap.add_argument("--swp", action="store_true")
+    ap.add_argument("--emu", type=int, default=0, help="softmax exp2 elements of 8 on the FMA pipe")
+    ap.add_argument("--early", action="store_true", help="softmax: alpha and the rescale first")
     ap.add_argument("--sass-out", default="", help="also write the SASS here")
     args = ap.parse_args(argv)
     try:
         k = compile_offline(args.mode, args.block_m, args.block_n, args.num_warps,
-                            args.num_stages, args.swp, args.pace if args.mode == 3 else 0)
+                            args.num_stages, args.swp, args.pace if args.mode == 3 else 0,
+                            emu=args.emu, early=args.early)
     except Exception as exc:  # noqa: BLE001 - one line, exit 2
         print(f"fa_sass: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}", file=sys.stderr)
         return 2

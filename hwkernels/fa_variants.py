@@ -45,6 +45,9 @@ class KernelConfig:
     pace_order: str = "remote-first"
     pace_branch: bool = True        # ... chunk code under a uniform if (else masked every step)
     swp: bool = False               # Q-loop software-pipelined by one KV step (P V overlaps softmax)
+    emu: int = 0                    # softmax exp2: this many of every 8 on the FMA pipe (fa_exp2)
+    early: bool = False             # softmax: alpha and the acc rescale first (fa_qloop)
+    split: bool = False             # fa-only: the last partial wave split along KV (fa_split)
 
     def __post_init__(self):
         if self.num_warps not in (1, 2, 4, 8, 16):
@@ -55,6 +58,8 @@ class KernelConfig:
             raise ValueError(f'"pace" must be one of {fa.PACES}, got {self.pace}.')
         if self.pace_order not in fa.ORDERS:
             raise ValueError(f'"pace_order" must be one of {sorted(fa.ORDERS)}, got {self.pace_order!r}.')
+        if self.emu not in fa.EMUS:
+            raise ValueError(f'"emu" must be one of {fa.EMUS}, got {self.emu}.')
 
 
 def tile_times(stamps: np.ndarray, programs: int) -> dict:
@@ -122,16 +127,38 @@ class Case:
         self.sdpa_out = None
         self._memcpy2d = None
         self.compiled = None       # Triton's handle of the last FA launch (regs, spills, smem)
+        self._split_ws = None      # fa_split.SplitWorkspace (cfg.split, fa-only)
+        if cfg.split:              # allocated here, not inside a graph capture
+            from . import fa_split
+
+            self._split_ws = fa_split.SplitWorkspace.allocate(shape, programs, dev)
+            self._split_stamped_out = torch.empty_like(self.out)
 
     # -- enqueue -----------------------------------------------------------------------------
     def _fa(self, mode, slot=0, fence="atomic", stamps=None):
         c = self.cfg
-        self.compiled = fa.launch_fa(self.q, self.k, self.v, self.shape, mode, out=self.out,
+        if mode == fa.MODE_LOCAL and c.split and stamps is None:
+            self._fa_split()
+            return
+        out = self.out
+        if mode == fa.MODE_LOCAL and c.split:   # stamps: the unsplit kernel, into its own buffer
+            out = self._split_stamped_out      # (the check reads the timed split kernel's)
+        self.compiled = fa.launch_fa(self.q, self.k, self.v, self.shape, mode, out=out,
                      bufs=self.bufs[slot], programs=self.programs, fence=fence,
                      stamps=stamps, flags=self.flags, num_warps=c.num_warps,
                      num_stages=c.num_stages, tma=c.tma, pace=c.pace, spread=c.pace_spread,
                      stage=self.stage, order=c.pace_order if mode == fa.MODE_PACED else "default",
-                     flatten=c.flatten, ws=c.ws, branch=c.pace_branch, swp=c.swp)
+                     flatten=c.flatten, ws=c.ws, branch=c.pace_branch, swp=c.swp,
+                     emu=c.emu, early=c.early)
+
+    def _fa_split(self):
+        from . import fa_split
+
+        c = self.cfg
+        self.compiled = fa_split.launch_fa_split(
+            self.q, self.k, self.v, self.shape, self.out, self._split_ws, programs=self.programs,
+            num_warps=c.num_warps, num_stages=c.num_stages, tma=c.tma, emu=c.emu,
+            early=c.early)
 
     def _a2a(self, src, slot):
         fa.launch_a2a_store(src, self.bufs[slot], self.shape, self.programs, self.cfg.a2a_warps)

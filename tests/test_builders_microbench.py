@@ -73,3 +73,16 @@ def test_free_running_factor_scales_free_running_bursts_only():
         burst = plain.bytes > 0
         ratio = other.t_iss0_us[burst] / plain.t_iss0_us[burst]
         np.testing.assert_allclose(ratio, 0.8 if scaled else 1.0)
+
+
+def test_the_x_stage_drains_at_the_platforms_r_of_k():
+    import dataclasses
+    from xsim.units import gbps_to_bytes_per_us
+    base = toy_platform()
+    law = dataclasses.replace(base, drain_half_producers=4.0)
+    params = resolve(microbench.PARAMS, {"producers": 3, "bursts": 4, "warmup_bursts": 1, "burst_bytes": 1000}, "test")
+    plain, slow = microbench.build(params, base), microbench.build(params, law)
+    assert plain.xstages[0].drain_bytes_per_us == gbps_to_bytes_per_us(base.drain_rate_gbps)
+    assert slow.xstages[0].drain_bytes_per_us == pytest.approx(gbps_to_bytes_per_us(law.drain_rate_for(3)))
+    assert law.drain_rate_for(3) < base.drain_rate_gbps
+    assert microbench.predict(params, law)["period_us"] > microbench.predict(params, base)["period_us"]

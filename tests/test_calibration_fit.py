@@ -96,3 +96,23 @@ def test_free_running_factor_is_the_median_plateau_ratio_and_kept_only_if_it_hel
     assert issue is law and out["factor"] is None                            # no 20 % gain: no factor
     issue, out = fit_free_running_factor(points([0.9, 0.9]), law, 50.0)
     assert issue is law and out["n_points"] == 2                              # too few points
+
+
+def test_drain_law_is_taken_only_by_its_rule(tmp_path):
+    import dataclasses
+
+    truth = dataclasses.replace(known_platform(), drain_half_producers=8.0)
+    path = tmp_path / "law.jsonl"
+    write_jsonl(synthetic_records(truth, plan=small_plan()), path)
+    rs = load_records([path])
+    on, off = fit_records(rs, drain_law=True), fit_records(rs)
+    assert off.drain_law is None and off.drain_half_producers is None
+    assert on.drain_half_producers == pytest.approx(8.0, rel=0.3)
+    assert on.drain_rate_gbps == pytest.approx(truth.drain_rate_gbps, rel=0.02)   # R at K = 132
+    assert on.drain_law.rms_residual < 0.8 * on.drain.rms_residual
+
+
+def test_drain_law_is_not_taken_where_r_does_not_depend_on_k(fitted):
+    rs, fit = fitted
+    again = fit_records(rs, drain_law=True)
+    assert again.drain_law is None and again.drain_rate_gbps == fit.drain_rate_gbps

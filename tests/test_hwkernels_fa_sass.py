@@ -47,3 +47,39 @@ def test_shipped_q_loop_alternates_and_is_hazard_free(compiled):
 def test_pipelined_q_loop_overlaps_the_softmax_and_holds_p(compiled):
     assert compiled["swp"]["mufu_under_pv"] >= 32     # every exp2 of a 64 x 64 step per thread
     assert compiled["swp"]["rs_hazards"] == 0
+
+
+def test_qloop_mix_on_a_synthetic_listing():
+    loop = _listing(["MOV R1, RZ", "HGMMA.64x128x16.F32.BF16 R24, gdesc[UR16], RZ, !UPT",
+                     "MUFU.EX2 R2, R2", "MUFU.EX2 R3, R3", "FMUL R4, R4, R3",
+                     "F2FP.BF16.F32.PACK_AB R5, R2, R3",
+                     "HGMMA.64x128x16.F32.BF16 R88, R152, gdesc[UR12].tnspB, R88, gsb0",
+                     "@!P3 BRA 0x10", "EXIT"])
+    assert fa_sass.qloop_mix(fa_sass.parse(loop)) == {"loop_instructions": 7, "loop_mufu": 2,
+                                                      "mufu_tail": 2}
+    assert fa_sass.qloop_mix(fa_sass.parse(_listing(["MUFU.EX2 R2, R2", "EXIT"]))) == {}
+
+
+@pytest.fixture(scope="module")
+def softmax_variants():
+    pytest.importorskip("triton")
+    try:
+        ks = {name: fa_sass.compile_offline(**kw) for name, kw in
+              (("base", {}), ("emu2", {"emu": 2}), ("early", {"early": True}))}
+    except Exception as exc:  # noqa: BLE001 - no ptxas / no CUDA backend here
+        pytest.skip(f"cannot compile for sm_90 here: {exc}")
+    return {name: {**fa_sass.inspect_cubin(k.asm["cubin"]), **fa_sass._ptxas_info(k.asm["ptx"])}
+            for name, k in ks.items()}
+
+
+def test_emulated_exp2_moves_a_quarter_of_the_mufu_work(softmax_variants):
+    base, emu = softmax_variants["base"], softmax_variants["emu2"]
+    assert base["loop_mufu"] == 66                      # 64 of P + 2 of alpha per thread per step
+    assert emu["loop_mufu"] == 66 - 64 // 4             # 2 of every 8 of P on the FMA pipe
+    assert emu["spill_bytes"] == 0 and emu["rs_hazards"] == 0
+
+
+def test_rescale_first_shortens_the_tail_before_p_v(softmax_variants):
+    base, early = softmax_variants["base"], softmax_variants["early"]
+    assert early["mufu_tail"] < base["mufu_tail"] - 40  # 118 -> 60 here: the 64 FMUL moved up
+    assert early["loop_mufu"] == base["loop_mufu"] and early["spill_bytes"] == 0

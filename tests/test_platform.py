@@ -93,3 +93,22 @@ def test_threads_term_round_trips_and_old_profiles_keep_their_keys(tmp_path):
     assert "thread_terms" not in toy_platform().to_dict()["t_iss0"]
     with pytest.raises(ProfileError, match="given together"):
         IssueModel(t_fixed_us=0.1, threads_ref=256)
+
+
+def test_drain_half_producers_is_optional_round_trips_and_is_checked():
+    import dataclasses
+
+    from xsim.platform import Platform, ProfileError, resolve_platform
+    base = resolve_platform("h200-nvlink-x2")
+    assert base.drain_half_producers is None and "drain_half_producers" not in base.to_dict()
+    assert base.drain_rate_for(16) == base.drain_rate_gbps == base.effective_drain_rate_gbps(1, 16)
+    law = dataclasses.replace(base, drain_half_producers=1.5)
+    again = Platform.from_dict(law.to_dict())
+    assert again.drain_half_producers == 1.5 and again == law
+    assert law.drain_rate_for(132) == pytest.approx(base.drain_rate_gbps, rel=1e-15)
+    assert law.drain_rate_for(16) < law.drain_rate_for(66) < law.drain_rate_for(132)
+    assert law.drain_rate_for(None) == base.drain_rate_gbps
+    assert law.with_overrides(drain_gbps=100.0).drain_rate_for(16) == 100.0   # an override is one R
+    for bad in (-1.0, float("nan"), True, "2"):
+        with pytest.raises(ProfileError, match='"drain_half_producers" must be a finite number >= 0'):
+            dataclasses.replace(base, drain_half_producers=bad)

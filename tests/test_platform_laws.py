@@ -45,3 +45,14 @@ def test_free_running_factor_is_optional_and_checked():
     for bad in (0.0, -1.0, 3.0, float("nan"), True):
         with pytest.raises(ProfileError, match='"free_running_factor" must be a number in'):
             IssueModel(t_fixed_us=0.5, free_running_factor=bad)
+
+
+def test_drain_rate_law_is_r_at_the_reference_k_and_falls_at_small_k():
+    from xsim.platform_laws import drain_rate_at
+    assert drain_rate_at(360.0, 132, 1.5, 132) == pytest.approx(360.0, rel=1e-15)
+    assert drain_rate_at(360.0, 7, 0.0, 132) == pytest.approx(360.0, rel=1e-15)   # K0 = 0: one R
+    r16, r33, r66 = (drain_rate_at(360.0, k, 1.5, 132) for k in (16, 33, 66))
+    assert r16 < r33 < r66 < 360.0
+    assert r16 == pytest.approx(360.0 * (16 / 17.5) / (132 / 133.5))
+    with pytest.raises(ValueError, match='"producers" must be >= 1'):
+        drain_rate_at(360.0, 0, 1.5, 132)

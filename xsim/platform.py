@@ -3,7 +3,8 @@ laws, T_iss0 and Q(K), in :mod:`xsim.platform_laws`).
 
 A profile is data with units in every key. ``T_iss0`` depends on the producer count K and the
 bytes per producer B; ``Q`` depends on K; ``R`` is the effective aggregate drain rate of one
-source GPU's X-Stage, optionally with a per-destination-link rate.
+source GPU's X-Stage, optionally with a per-destination-link rate, and optionally falling at small K
+(``drain_half_producers``: :func:`xsim.platform_laws.drain_rate_at`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any, Mapping
 from xsim.arbitration import Arbitration, ArbitrationError
 from xsim.fileio import atomic_write, decode, parse_json, read_bytes
 from xsim.load_gate import LoadGate, LoadGateError, gate_from_json, gate_to_json, with_gate
-from xsim.platform_laws import CapacityModel, IssueModel, ProfileError, _positive
+from xsim.platform_laws import CapacityModel, IssueModel, ProfileError, _positive, drain_rate_at
 from xsim.units import KIB
 
 SCHEMA = "xstage.platform/1"
@@ -54,6 +55,9 @@ class Platform:
     arbitration: Arbitration | None = None
     # A mainloop that loads memory waits for the X-Stage's occupancy (xsim.load_gate); None: never.
     load_gate: LoadGate | None = None
+    # R(K) = R K/(K + K0) normalised to R at REFERENCE_PRODUCERS (Little's law: few producers keep too
+    # few stores in flight to fill the path); None: R for every K (xsim.platform_laws.drain_rate_at).
+    drain_half_producers: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -64,6 +68,10 @@ class Platform:
             raise ProfileError(f'"provenance" must be an object, got {type(self.provenance).__name__}')
         _positive("drain_rate_gbps", self.drain_rate_gbps)
         _positive("link_drain_rate_gbps", self.link_drain_rate_gbps, allow_none=True)
+        k0 = self.drain_half_producers
+        if k0 is not None and (not isinstance(k0, (int, float)) or isinstance(k0, bool) or not math.isfinite(k0)
+                               or k0 < 0):
+            raise ProfileError(f'"drain_half_producers" must be a finite number >= 0 or null, got {k0!r}')
         for key, most in (("sms", MAX_SMS), ("gpus", MAX_GPUS)):
             value = getattr(self, key)
             if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= most:
@@ -98,17 +106,24 @@ class Platform:
             return [1.0] * producers
         return [self.producer_weights[p % len(self.producer_weights)] for p in range(producers)]
 
-    def effective_drain_rate_gbps(self, peers: int = 1) -> float:
-        """Drain rate of a burst spread evenly over ``peers`` destination links.
+    def drain_rate_for(self, producers: int | None = None) -> float:
+        """Aggregate drain rate R(K) with ``producers`` storing CTAs (None, or no K law: R)."""
+        if producers is None or self.drain_half_producers is None:
+            return self.drain_rate_gbps
+        return drain_rate_at(self.drain_rate_gbps, producers, self.drain_half_producers, REFERENCE_PRODUCERS)
+
+    def effective_drain_rate_gbps(self, peers: int = 1, producers: int | None = None) -> float:
+        """Drain rate of a burst spread evenly over ``peers`` destination links (by ``producers`` CTAs).
 
         The X-Stage is one FIFO per source GPU, so a mix of destinations drains at the
-        aggregate rate R unless the per-link rate caps it: ``min(R, peers * R_link)``.
+        aggregate rate R(K) unless the per-link rate caps it: ``min(R(K), peers * R_link)``.
         """
         if peers < 1:
             raise ValueError(f'"peers" must be >= 1, got {peers!r}')
+        rate = self.drain_rate_for(producers)
         if self.link_drain_rate_gbps is None:
-            return self.drain_rate_gbps
-        return min(self.drain_rate_gbps, peers * self.link_drain_rate_gbps)
+            return rate
+        return min(rate, peers * self.link_drain_rate_gbps)
 
     def with_overrides(
         self,
@@ -132,6 +147,7 @@ class Platform:
         if drain_gbps is not None:
             changes["drain_rate_gbps"] = drain_gbps
             changes["link_drain_rate_gbps"] = None
+            changes["drain_half_producers"] = None
         if capacity_bytes is not None:
             changes["capacity"] = CapacityModel(max_bytes=capacity_bytes)
         if not changes:
@@ -154,6 +170,7 @@ class Platform:
             "gpu": {"sms": self.sms, "count": self.gpus},
             "drain_rate_gbps": self.drain_rate_gbps,
             "link_drain_rate_gbps": self.link_drain_rate_gbps,
+            **({"drain_half_producers": self.drain_half_producers} if self.drain_half_producers is not None else {}),
             "t_iss0": {k: v for k, v in dataclasses.asdict(self.issue).items()
                        if v is not None or k not in ("threads_ref", "thread_terms", "free_running_factor")},
             "capacity": self.capacity.to_dict(),
@@ -180,6 +197,7 @@ class Platform:
                 gpus=gpu.get("count", 2),
                 drain_rate_gbps=data["drain_rate_gbps"],
                 link_drain_rate_gbps=data.get("link_drain_rate_gbps"),
+                drain_half_producers=data.get("drain_half_producers"),
                 issue=IssueModel(**_object(data, "t_iss0", required=True)),
                 capacity=CapacityModel(**_object(data, "capacity", required=True)),
                 provenance=data.get("provenance", {}),

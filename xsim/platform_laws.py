@@ -26,6 +26,17 @@ def _positive(name: str, value: float | None, allow_none: bool = False) -> None:
         raise ProfileError(f'"{name}" must be a finite number > 0, got {value!r}')
 
 
+def drain_rate_at(rate_ref_gbps: float, producers: int, half_producers: float, ref_producers: int) -> float:
+    """R(K) = R_inf K/(K + K0), given as R at ``ref_producers`` (the profile's headline R):
+    ``rate_ref * [K/(K + K0)] / [K_ref/(K_ref + K0)]``. Little's law: K producers keep about K times
+    one SM's stores in flight, and below some K that no longer covers the path's latency (NVLink:
+    aligned drain-limited V/T 336-348 GB/s at K = 16, 354-357 at K = 33, 365-371 at K = 132)."""
+    if producers < 1:
+        raise ValueError(f'"producers" must be >= 1, got {producers!r}')
+    k, k0, ref = float(producers), float(half_producers), float(ref_producers)
+    return rate_ref_gbps * (k / (k + k0)) * ((ref + k0) / ref)
+
+
 @dataclass(frozen=True)
 class IssueModel:
     """Backpressure-free burst issue time T_iss0(K, B).

@@ -27,6 +27,8 @@ platform's per-burst loop bookkeeping ``burst_overhead_us``, no bytes).
 - ``threads``: threads per CTA for the profile's threads-per-CTA term of T_iss0 (0: reference).
 - Free-running bursts issue in the profile's ``free_running_factor`` x T_iss0 when it has one
   (``IssueModel``: out of phase, over NVLink a CTA issues 8-13 % faster than when all start at once).
+- The X-Stage drains at the profile's R(K) for the K producers (``Platform.drain_rate_for``: with
+  ``drain_half_producers``, fewer CTAs keep fewer stores in flight and drain slower).
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ def size(params: dict, platform: Platform) -> tuple[int, float]:
     bookkeeping and the barrier; the run is ``bursts`` of them."""
     _validate(params)
     k, n, b = params["producers"], params["bursts"], float(params["burst_bytes"])
-    drain_us = k * b / gbps_to_bytes_per_us(platform.effective_drain_rate_gbps(params["peers"]))
+    drain_us = k * b / gbps_to_bytes_per_us(platform.effective_drain_rate_gbps(params["peers"], k))
     per_burst_us = (platform.t_iss0_us(k, b) + drain_us + params["gap_us"] + platform.burst_overhead_us
                     + platform.grid_barrier_us)
     return 2 * k * n, n * per_burst_us
@@ -110,7 +112,7 @@ def build(params: dict, platform: Platform) -> Workload:
         epilogue_us=np.zeros(n_tiles),
         release_us=np.zeros(n_tiles),
         n_counters=layout.counters(params, names),
-        xstages=(XStageParams(gbps_to_bytes_per_us(platform.effective_drain_rate_gbps(params["peers"])),
+        xstages=(XStageParams(gbps_to_bytes_per_us(platform.effective_drain_rate_gbps(params["peers"], k)),
                               platform.capacity_bytes(k) * (n if spread else 1)),),
         staging_depth=1 if isolated else params["staging_depth"],
         coupling="completion-coupled" if isolated else params["coupling"],
@@ -125,7 +127,7 @@ def predict(params: dict, platform: Platform) -> dict:
     k, b = params["producers"], float(params["burst_bytes"])
     volume = k * b
     t0 = platform.t_iss0_us(k, b)
-    r = platform.effective_drain_rate_gbps(params["peers"])
+    r = platform.effective_drain_rate_gbps(params["peers"], k)
     q = platform.capacity_bytes(k)
     iso = isolated_burst(volume, t0, r, q)
     if params["mode"] == "isolated":
