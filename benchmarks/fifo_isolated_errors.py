@@ -17,7 +17,8 @@ import numpy as np
 
 from benchmarks.fifo_drain_probe import exact_issue_us
 from calibration.fidelity import mape_percent
-from calibration.records import load_records, load_shipped_records
+from calibration.records import load_records, load_shipped_records, shipped_traces_dir
+from calibration.tails import load_trace_tails
 from xsim.platform import resolve_platform
 from xsim.report import micro
 from xsim.simulate_point import micro_params, simulate_point
@@ -45,7 +46,8 @@ def main() -> None:
     a = ap.parse_args()
     p = resolve_platform(a.platform)
     rs = load_records([a.records]) if a.records else load_shipped_records(platform=p.name)
-    rep = micro.build(rs, p, des=False, holdout="all" if a.all else "split")
+    rep = micro.build(rs, p, des=False, trace_tails=load_trace_tails(shipped_traces_dir(p.name)),
+                      holdout="all" if a.all else "split")
     rows = sorted((r for r in rep.rows if r.kind == "isolated" and r.aligned),
                   key=lambda r: (r.heldout, r.producers, r.burst_bytes))
     print(f"{p.name} isolated aligned, skew {a.skew} us: measured / DES / FIFO, mean  p90  max (us)")
@@ -62,9 +64,12 @@ def main() -> None:
             continue
         line = []
         for k, _ in KEYS:
-            meas = [m[k] for m, _, _ in pts]
-            line.append(f"{k} {mape_percent([d[k] for _, d, _ in pts], meas):6.2f} -> "
-                        f"{mape_percent([f[k] for _, _, f in pts], meas):6.2f}")
+            keep = [(m, d, f) for m, d, f in pts if np.isfinite(m[k])]
+            if not keep:
+                continue
+            meas = [m[k] for m, _, _ in keep]
+            line.append(f"{k} {mape_percent([d[k] for _, d, _ in keep], meas):6.2f} -> "
+                        f"{mape_percent([f[k] for _, _, f in keep], meas):6.2f} (n={len(keep)})")
         print(f"  {'held out' if held else 'training'} ({len(pts)} points) MAPE % DES -> FIFO: " + ", ".join(line))
 
 
