@@ -28,7 +28,8 @@ This module is not wired into the engines (:mod:`xsim.des.simpy_engine`,
 :mod:`xsim.des.fast_xstage`), whose arithmetic (:mod:`xsim.des.fluid`) rests on static weights
 and a virtual clock ``V = integral L dt``; see docs/simulator.md for what the engines would need.
 It is the reference the engines' fifo mode is to be checked against, and the tool used to
-measure the discipline on isolated bursts (benchmarks/fifo_drain_probe.py).
+measure the discipline on isolated bursts (benchmarks/fifo_drain_probe.py,
+benchmarks/fifo_isolated_errors.py).
 """
 
 from __future__ import annotations
@@ -70,9 +71,6 @@ class _Fifo:
 
     def empty(self) -> bool:
         return not self.length
-
-    def total(self) -> float:
-        return float(sum(self.length))
 
 
 def simulate(start_us, nbytes, rate, cap, drain, max_events: int = 10_000_000) -> FifoResult:
