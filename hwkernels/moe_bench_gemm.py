@@ -25,13 +25,14 @@ def _kc(bk, bk2, warps, stages, acc, acc2, stages2=None, host_desc=False):
 
 # (bk1, bk2, warps, stages, acc_k1, acc_k2[, Linear-2 stages, host-made TMA descriptors]),
 # every one with the acquire-load poll (poll = 1). The first of each is the pick of the GPU
-# explorations (logs/h200-pcie-host-moe/explore-1d01d56, explore-84983e0: every candidate
-# beside the old settings in one run). fp8 only settings that promote Linear-1 (the fused
-# check needs it; block_k = 256 there was 15 % slower); acc_k -1 = an fp32 add per K step
-# (promotion every block_k products).
+# explorations (logs/h200-pcie-host-moe/explore-1d01d56, explore-84983e0, explore-4d4b402:
+# every candidate beside the old settings in one run). fp8 only settings that promote Linear-1
+# (the fused check needs it; block_k = 256 there was 15 % slower); acc_k -1 = an fp32 add per
+# K step (promotion every block_k products), 0 = no promotion (Linear-2 since 4d4b402).
 TUNE = {"bf16": [_kc(64, 64, 8, 4, 0, 0, None, True), _kc(64, 64, 8, 4, 0, 0, 6, True),
                  _kc(64, 128, 8, 4, 0, 0, 3, True)],
-        "fp8": [_kc(128, 256, 8, 4, -1, -1, 3, True), _kc(128, 128, 8, 4, -1, -1, None, True)]}
+        "fp8": [_kc(128, 128, 8, 4, -1, 0, 4, True), _kc(128, 256, 8, 4, -1, 0, 3, True),
+                _kc(128, 256, 8, 4, -1, -1, 3, True)]}
 
 
 def gemm_phase(b, configs, mainloop: bool, gemm: bool):
