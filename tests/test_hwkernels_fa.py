@@ -2,15 +2,12 @@
 receiver-side layout included; shape errors; the pure helpers of the runner."""
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from interpreter import run_interpreted
+
 
 # Every variant on tiny shapes; one JSON line per case: (name, ok, max_abs_err).
 CODE = r"""
@@ -86,13 +83,7 @@ for (b, h, m, d, sp, rank, bm, bn, progs, tma) in CASES:
 
 @pytest.fixture(scope="module")
 def interpreted():
-    pytest.importorskip("torch")
-    pytest.importorskip("triton")
-    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(ROOT))
-    out = subprocess.run([sys.executable, "-c", CODE], cwd=ROOT, env=env, capture_output=True,
-                         text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("[")]
+    return [json.loads(line) for line in run_interpreted(CODE) if line.startswith("[")]
 
 
 def test_every_variant_matches_sdpa_on_the_receiver_side(interpreted):

@@ -3,14 +3,11 @@ ranges, and the kernel under Triton's CPU interpreter on tiny shapes against tor
 (2- and 3-way splits of uneven length, tiles fewer than programs, the counters reset)."""
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from interpreter import run_interpreted
+
 
 CODE = r"""
 import json, torch
@@ -46,13 +43,7 @@ for (b, h, m, d, sp, bm, bn, progs, tma) in CASES:
 
 @pytest.fixture(scope="module")
 def interpreted():
-    pytest.importorskip("torch")
-    pytest.importorskip("triton")
-    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(ROOT))
-    out = subprocess.run([sys.executable, "-c", CODE], cwd=ROOT, env=env, capture_output=True,
-                         text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    return [json.loads(line) for line in run_interpreted(CODE) if line.startswith("{")]
 
 
 def test_split_kernel_matches_sdpa_and_resets_its_counters(interpreted):

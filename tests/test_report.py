@@ -134,3 +134,24 @@ def test_report_takes_the_max_over_ctas_from_the_shipped_traces(capsys, name):
     assert micro["issue_max_source"]["record"] == 0 and micro["issue_max_source"]["trace"] >= 3
     assert micro["n_issue_max_points"] == 1
     assert micro["issue_max_mape"] is None and micro["issue_p90_mape"] is None   # a closed form has no tails
+
+
+def test_records_without_platform_take_the_platform_measured_on_their_link(tmp_path):
+    """--records alone: host-link records are predicted on h200-pcie-host, not the default."""
+    import dataclasses
+
+    from calibration.records import load_records
+    from xsim.commands.report import _platform_of
+    from xsim.platform import shipped_platforms
+
+    platforms = shipped_platforms()
+    host = load_records(["calibration/records/h200-pcie-host-micro.jsonl"])
+    nvlink = load_records(["calibration/records/h200-nvlink-x2-micro.jsonl"])
+    assert _platform_of(host, platforms) == "h200-pcie-host"
+    assert _platform_of(nvlink, platforms) == "h200-nvlink-x2"
+    path = tmp_path / "syn.jsonl"
+    write_jsonl(synthetic_records(plan=small_plan()), path)
+    assert _platform_of(load_records([path]), platforms) is None     # link "none": the default
+    twin = dataclasses.replace(platforms["h200-pcie-host"], name="twin")
+    with pytest.raises(Exception, match="give --platform"):
+        _platform_of(host, {**platforms, "twin": twin})

@@ -3,8 +3,9 @@
 One path for every experiment: each (platform, experiment) with records becomes one report
 (:mod:`xsim.report.micro`, :mod:`~xsim.report.moe`, :mod:`~xsim.report.fa_a2a`), one section of
 the page and one entry of the JSON document. Which records: ``--records`` files (one platform:
-``--platform`` or the default), else the shipped ``calibration/records/P-*.jsonl`` of
-``--platform P``, else of every shipped platform that has records of the experiments asked for.
+``--platform``, else the shipped platform measured on the records' link and GPU count, else the
+default), else the shipped ``calibration/records/P-*.jsonl`` of ``--platform P``, else of every
+shipped platform that has records of the experiments asked for.
 """
 
 from __future__ import annotations
@@ -125,13 +126,30 @@ def _note(experiment: str, platform: str | None = None) -> str:
     return f"no {experiment} records exist{where} yet: nothing to compare (run xsim bench {experiment} first)"
 
 
+def _platform_of(rs, platforms) -> str | None:
+    """The shipped platform measured on the records' link and GPU count (``--records`` without
+    ``--platform``; predicting host-link records with the NVLink profile would be silently
+    wrong); None (the default platform) when no shipped platform was measured there."""
+    from calibration.records import RecordError
+
+    link, count = rs.platform.get("link"), rs.platform.get("gpu_count")
+    names = sorted(n for n, p in platforms.items()
+                   if (m := p.provenance.get("measured_on", {})).get("link") == link and m.get("gpu_count") == count)
+    if len(names) > 1:
+        raise RecordError(f"records measured on {link!r} x {count} GPUs match platforms {', '.join(names)}: "
+                          f"give --platform")
+    return names[0] if names else None
+
+
 def _targets(args, wanted) -> list[tuple[object, object]]:
     """(platform, records) pairs to report on."""
     from calibration.records import RecordError, load_records, load_shipped_records, shipped_record_files
     from xsim.platform import DEFAULT_PLATFORM, shipped_platforms
 
     if args.records:
-        return [(platform_from_args(args), load_records(args.records))]
+        rs = load_records(args.records)
+        name = args.platform if args.platform is not None else _platform_of(rs, shipped_platforms())
+        return [(platform_from_args(args, name), rs)]
     if args.platform is not None:
         platform = platform_from_args(args)
         rs = load_shipped_records(platform=platform.name)
