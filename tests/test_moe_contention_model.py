@@ -155,3 +155,100 @@ def test_work_spread_keeps_a_bandwidth_bound_tiles_factor():
         ml = pre.mainloops_us("wave")
         out[spread] = ml[l1 & (factors > 1)].mean() / ml[l1 & (factors < 1)].mean()
     assert out["work"] > 1.5 and out["work"] > out["compute"]   # the drawn spread survives the shared bandwidth
+
+
+def test_ratio_anchor_runs_once_and_scales_each_kind_to_the_records_means():
+    lay = expert_layout(SHAPE, route(SHAPE, "balanced", seed=0))
+    calib = {cm.compute_key(SHAPE, "l1"): 20.0, cm.compute_key(SHAPE, "l2"): 10.0}
+    inputs = {}
+    for s in ("wave", "interleaved"):
+        table = schedule_table(SHAPE, lay, s, 8)
+        inputs[s] = (table, np.linspace(0.8, 1.2, table.n_tiles), np.zeros(table.n_tiles))
+    none = cm.Prepass(SHAPE, lay.mblock_valid_rows(), calib, cm.FixedCosts(0.5, 0.5, 2.0, 0.2, 6.0),
+                      {"l1": 30.0, "l2": 12.0}, hbm_tbps=1e-5, share="inflight", anchor="none", spread="work")
+    none.run_all(inputs)
+    ratio = cm.Prepass(SHAPE, lay.mblock_valid_rows(), calib, cm.FixedCosts(0.5, 0.5, 2.0, 0.2, 6.0),
+                       {"l1": 30.0, "l2": 12.0}, hbm_tbps=1e-5, share="inflight", anchor="ratio", spread="work")
+    ratio.run_all(inputs)
+    for kind, target in ((L1, 30.0), (L2, 12.0)):
+        sel = {s: inputs[s][0].tiles[:, KIND] == kind for s in inputs}
+        assert np.mean([ratio.mainloops_us(s)[sel[s]].mean() for s in inputs]) == pytest.approx(target, rel=1e-9)
+        for s in inputs:   # one run: the unanchored run's mainloops times one factor per kind
+            scale = ratio.mainloops_us(s)[sel[s]] / none.mainloops_us(s)[sel[s]]
+            assert np.allclose(scale, scale[0], rtol=1e-12)
+    assert ratio.post[L1] != 1.0 and ratio.post[L2] != 1.0
+
+
+def test_residual_cv_takes_the_explained_spread_out_in_quadrature():
+    assert cm.residual_cv(0.5, 0.3) == pytest.approx(0.4)
+    assert cm.residual_cv(0.2, 0.3) == 0.0 and cm.residual_cv(0.2, 0.0) == pytest.approx(0.2)
+    with pytest.raises(ValueError, match='"measured" and "explained" must be >= 0'):
+        cm.residual_cv(-0.1, 0.0)
+
+
+def test_context_cv_is_the_spread_of_the_runs_mainloops():
+    lay = expert_layout(SHAPE, route(SHAPE, "hot", skew=0.5, seed=0))
+    calib = {cm.compute_key(SHAPE, "l1"): 1.0, cm.compute_key(SHAPE, "l2"): 1.0}   # bandwidth-bound
+    pre = cm.Prepass(SHAPE, lay.mblock_valid_rows(), calib, cm.FixedCosts(), {"l1": 0, "l2": 0}, 1e-5, "fair", "none")
+    table = schedule_table(SHAPE, lay, "wave", 8)
+    pre.run_all({"wave": (table, np.ones(table.n_tiles), np.zeros(table.n_tiles))})
+    cv = pre.context_cv()
+    for kind, name in ((L1, "l1"), (L2, "l2")):
+        x = pre.mainloops_us("wave")[table.tiles[:, KIND] == kind]
+        p10, p90 = np.percentile(x, [10, 90])
+        assert cv[name] == pytest.approx((p90 - p10) / (2.5631031310892007 * x.mean()))
+        assert cv[name] >= 0
+
+
+def test_builder_residual_spread_draws_less_than_the_measured_one():
+    platform = shipped_platforms()["h200-pcie-host"]
+    records = [gemm_only("l1", 20.0), gemm_only("l2", 10.0), fused("l1", 30.0, 0.3), fused("l2", 12.0, 0.3)]
+    base = dict(compute="contention", hbm_tbps=0.02, routing="hot", skew=0.5, contention_anchor="ratio",
+                contention_spread="work")
+    measured = builder.Config(params(**base), platform, records)
+    residual = builder.Config(params(**base, contention_cv="residual"), platform, records)
+    measured.context_mainloops_us("wave")
+    residual.context_mainloops_us("wave")
+    explained = residual.prepass.context_cv()   # the last run's: with the residual draw
+    for k in ("l1", "l2"):
+        assert measured.mainloop_cv[k] > 0
+        assert residual.mainloop_cv[k] < measured.mainloop_cv[k]
+    assert all(v >= 0 for v in explained.values())
+    _, summary = builder.simulate(params(**base, contention_cv="residual"), platform, "fast", trace=False,
+                                  mainloop_records=records)
+    assert summary["mainloop_cv"]["l1"] == pytest.approx(residual.mainloop_cv["l1"])
+
+
+def test_builder_spread_scale_scales_the_measured_spread():
+    platform = shipped_platforms()["h200-pcie-host"]
+    records = [fused("l1", 30.0, 0.3), fused("l2", 12.0, 0.3)]
+    one = builder.Config(params(), platform, records).mainloop_cv
+    half = builder.Config(params(spread_scale=0.5), platform, records).mainloop_cv
+    assert one["l1"] > 0 and half["l1"] == pytest.approx(0.5 * one["l1"]) and half["l2"] == pytest.approx(0.5 * one["l2"])
+    assert builder.Config(params(spread_scale=0.5, mainloop_cv=0.2), platform, records).mainloop_cv["l1"] == 0.2
+
+
+def fused(kind: str, mean_us: float, cv: float, shape: MoEShape = SHAPE) -> dict:
+    """A fused-local mainloop record of the test layer (any schedule) with the given spread."""
+    half = 0.5 * cv * 2.5631031310892007 * mean_us
+    return {"experiment": "moe", "kind": "mainloop", "check": {"ok": True},
+            "params": {"precision": shape.precision, "block_m": shape.block_m, "block_n": 64, "kind": kind,
+                       "k_dim": shape.hidden if kind == "l1" else shape.intermediate, "hidden": shape.hidden,
+                       "intermediate": shape.intermediate, "experts": shape.experts, "topk": shape.topk,
+                       "tokens": shape.tokens, "ep": shape.ep, "source": "fused-local", "schedule": "wave"},
+            "stats": {"mainloop_us": {"mean": mean_us, "median": mean_us, "p10": mean_us - half, "p90": mean_us + half}}}
+
+
+def test_ratio_residual_workload_runs_the_same_in_both_engines():
+    from xsim.des import simulate
+
+    platform = shipped_platforms()["h200-pcie-host"]
+    records = [gemm_only("l1", 20.0), gemm_only("l2", 10.0), fused("l1", 30.0, 0.3), fused("l2", 12.0, 0.3)]
+    p = params(compute="contention", hbm_tbps=0.02, routing="hot", skew=0.5, hbm_share="inflight",
+               contention_anchor="ratio", contention_spread="work", contention_cv="residual")
+    cfg = builder.Config(p, platform, records)
+    for schedule in ("wave", "interleaved"):
+        w = cfg.workload(schedule)
+        slow, fast = simulate(w, engine="simpy", trace=False), simulate(w, engine="fast", trace=False)
+        assert fast.makespan_us == slow.makespan_us
+        np.testing.assert_array_equal(fast.times.mainloop_end, slow.times.mainloop_end)

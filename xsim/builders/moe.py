@@ -46,6 +46,8 @@ PARAMS = {
     "l1_release": Param("str", "drain", "when an L1 tile's l2_full signal takes effect", choices=RELEASES),
     "mainloop_cv": Param("float", -1.0, "per-tile mainloop spread, coefficient of variation (< 0: the compute "
                          "model's measured one per tile kind, 0 without records; 0: every tile alike)"),
+    "spread_scale": Param("float", 1.0, "the measured per-tile spread times this (mainloop_cv < 0 only): a "
+                          "sensitivity of how much of the measured spread is independent from tile to tile", minimum=0),
     "spread_seed": Param("int", 0, "seed of the per-tile spread (a hash of each tile's identity)", minimum=0),
     "spread_seeds": Param("int", 1, "spread seeds whose kernel times are averaged (spread_seed, spread_seed + 1, "
                           "...): the expectation over the spread instead of one draw", minimum=1),
@@ -55,11 +57,15 @@ PARAMS = {
     "hbm_tbps": Param("float", -1.0, "compute = contention: HBM bandwidth, TB/s (<= 0: the GPU's roofline figure)"),
     "hbm_share": Param("str", "fair", "compute = contention: how running mainloops share HBM (max-min fair, or "
                        "by the bytes a pipeline stage keeps in flight)", choices=("fair", "inflight")),
-    "contention_anchor": Param("str", "mean", "compute = contention: mean (scale to the records' means), schedule "
+    "contention_anchor": Param("str", "mean", "compute = contention: mean (scale the work to the records' means), "
+                               "ratio (one run, each kind's mainloops then scaled to the records' means), schedule "
                                "(each schedule to its own fused-local means: a measured input, as mainloop_pool = "
-                               "schedule) or none", choices=("mean", "schedule", "none")),
+                               "schedule) or none", choices=("mean", "ratio", "schedule", "none")),
     "contention_spread": Param("str", "compute", "compute = contention: the per-tile spread on the tensor-core time "
                                "only (compute) or on the bytes too (work)", choices=("compute", "work")),
+    "contention_cv": Param("str", "measured", "compute = contention: each tile's drawn spread is the measured one "
+                           "(measured) or what is left of it once the pre-pass's own spread in context (a run without "
+                           "the draw) is taken out in quadrature (residual)", choices=("measured", "residual")),
     "contention_detail": Param("str", "tile", "compute = contention: tile (each tile its mainloop in context) or "
                                "kind (each schedule's kind its mean in context, times the spread as auto)",
                                choices=("tile", "kind")),
@@ -110,10 +116,17 @@ class Config:
                                else params["l2_epilogue_us"])
         self.prologue_us = self.model.kernel_outside_us if params["prologue_us"] < 0 else params["prologue_us"]
         given = params["mainloop_cv"]
-        self.mainloop_cv = {k: self.model.spread(self.shape, k) if given < 0 else given for k in ("l1", "l2")}
+        self.mainloop_cv = {k: self.model.spread(self.shape, k) * params["spread_scale"] if given < 0 else given
+                            for k in ("l1", "l2")}
+        self._tables: dict = {}
         self.prepass = prepass(self) if params["compute"] == "contention" else None
 
     def table(self, schedule: str):
+        if schedule not in self._tables:
+            self._tables[schedule] = self._make_table(schedule)
+        return self._tables[schedule]
+
+    def _make_table(self, schedule: str):
         if self.params["tile_table"]:
             table = load_table(self.params["tile_table"], self.shape, self.layout)
         else:
@@ -124,6 +137,7 @@ class Config:
     def workload(self, schedule: str, table=None):
         p = self.params
         table = self.table(schedule) if table is None else table
+        context = self.context_mainloops_us(schedule) if self.prepass is not None else None  # may set the spread
         factors = self._factors(table)
         t_l1, t_l2 = self.t_l1_us, self.t_l2_us
         own = {k: self.model.schedule_mainloop(self.shape, k, schedule) for k in ("l1", "l2")}
@@ -132,9 +146,8 @@ class Config:
             factors = tile_factors(table.tiles, {L1: cv["l1"], L2: cv["l2"]}, p["spread_seed"])
             t_l1, t_l2 = (own[k][0] + self.wait_overhead_us[k] for k in ("l1", "l2"))
         if self.prepass is not None and p["contention_detail"] == "tile":   # the spread is in it already
-            factors, t_l1, t_l2 = self.context_mainloops_us(schedule), 1.0, 1.0
+            factors, t_l1, t_l2 = context, 1.0, 1.0
         elif self.prepass is not None:
-            context = self.context_mainloops_us(schedule)
             kind = table.tiles[:, 0]
             t_l1, t_l2 = (float(context[kind == k].mean()) if np.any(kind == k) else 0.0 for k in (L1, L2))
         return tile_workload(table, self.shape, self.layout, self.platform, t_l1,
@@ -146,11 +159,15 @@ class Config:
         schedule's per-tile mainloops in context plus the measured wait overhead."""
         names = ("file",) if self.params["tile_table"] else SCHEDULES
         if not self.prepass.runs:
-            inputs = {}
-            for name in names:
-                table = self.table(name)
-                inputs[name] = (table, self._factors(table), self._l2_issue_us(table))
-            self.prepass.run_all(inputs)
+            tables = {name: self.table(name) for name in names}
+            issue = {name: self._l2_issue_us(t) for name, t in tables.items()}
+            if self.params["contention_cv"] == "residual":   # the context's own spread first, no draw
+                from xsim.moe.contention_model import residual_cv
+
+                self.prepass.run_all({name: (t, np.ones(t.n_tiles), issue[name]) for name, t in tables.items()})
+                explained = self.prepass.context_cv()
+                self.mainloop_cv = {k: residual_cv(self.mainloop_cv[k], explained[k]) for k in ("l1", "l2")}
+            self.prepass.run_all({name: (t, self._factors(t), issue[name]) for name, t in tables.items()})
         name = "file" if self.params["tile_table"] else schedule
         kind = self.prepass.runs[name][0].tiles[:, 0]
         return self.prepass.mainloops_us(name) + np.where(kind == L1, self.wait_overhead_us["l1"],

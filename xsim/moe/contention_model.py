@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,6 +39,7 @@ from xsim.moe.compute import ROOFLINE_PEAKS
 from xsim.moe.contention import ContentionResult, ContentionTiles, simulate
 from xsim.moe.shapes import MoEShape
 from xsim.moe.tiles import EXPERT, KIND, L1, L2, MBLOCK, NBLOCK, TileTable
+from xsim.spread import spread_cv
 from xsim.units import tbps_to_bytes_per_us
 
 HBM_TBPS = ROOFLINE_PEAKS["h200"]["hbm_tbps"]
@@ -79,7 +81,7 @@ def tile_bytes(shape: MoEShape, table: TileTable, valid_rows: np.ndarray):
 
 
 SHARES = ("fair", "inflight")
-ANCHORS = ("mean", "schedule", "none")
+ANCHORS = ("mean", "ratio", "schedule", "none")
 SPREADS = ("compute", "work")
 
 
@@ -201,6 +203,14 @@ def _invert(mean_of, measured: float, rel_tol: float = 1e-4) -> float:
     return 0.5 * (lo + hi)
 
 
+def residual_cv(measured: float, explained: float) -> float:
+    """The spread left to draw per tile once the context explains ``explained`` of it: the
+    measured coefficient of variation less the context's, in quadrature (0 if it explains all)."""
+    if not (measured >= 0 and explained >= 0):
+        raise ValueError(f'"measured" and "explained" must be >= 0, got {measured!r}, {explained!r}')
+    return math.sqrt(max(measured * measured - explained * explained, 0.0))
+
+
 def compute_key(shape: MoEShape, kind: str) -> tuple:
     """The calibration's key of a shape's tile kind ("l1" | "l2")."""
     block_n = shape.block_n1 if kind == "l1" else shape.block_n2
@@ -217,7 +227,10 @@ class Prepass:
     consistent in itself; ``schedule``: the same with one factor per (schedule, kind), until each
     schedule's kind mean equals that schedule's own fused-local mean (``means_us`` then maps each
     schedule name to its means: the schedules' levels measured, the structure within a schedule
-    the pre-pass's); ``none`` keeps the GEMM-only compute times and the spec bandwidth.
+    the pre-pass's); ``ratio``: one run at the GEMM-only compute times, then each kind's mainloops
+    times one factor (the same in every schedule) so that their mean over the schedules is the
+    compute model's (no fixed point: the split between the schedules is that run's, the level the
+    records'); ``none`` keeps the GEMM-only compute times and the spec bandwidth.
     ``spread = compute`` puts each tile's spread factor on its tensor-core time (a
     bandwidth-bound tile then loses it: its share sets its time), ``work`` on its bytes too."""
 
@@ -238,6 +251,7 @@ class Prepass:
         self.scale = {L1: 1.0, L2: 1.0}
         self.scales: dict[str, dict[int, float]] = {}   # anchor "schedule": per schedule
         self.runs: dict[str, tuple[TileTable, ContentionResult]] = {}
+        self.post = {L1: 1.0, L2: 1.0}   # anchor "ratio": each kind's mainloops times this, after the run
 
     def run_all(self, inputs: dict, iterations: int = 8, rel_tol: float = 2e-3) -> None:
         """Run every schedule's table: inputs {name: (table, factors, l2_issue_us)}."""
@@ -247,14 +261,22 @@ class Prepass:
             self.runs = {name: (t, self._run(t, f, issue)) for name, (t, f, issue) in inputs.items()}
             if self.anchor == "none":
                 return
-            ratios = {}
-            for kind, name in ((L1, "l1"), (L2, "l2")):
-                means = [r.mainloop_us[t.tiles[:, KIND] == kind].mean() for t, r in self.runs.values()
-                         if np.any(t.tiles[:, KIND] == kind)]
-                ratios[kind] = self.means_us[name] / float(np.mean(means)) if means and self.means_us[name] > 0 else 1.0
+            ratios = self._kind_ratios()
+            if self.anchor == "ratio":
+                self.post = ratios
+                return
             if all(abs(v - 1.0) < rel_tol for v in ratios.values()):
                 return
             self.scale = {k: self.scale[k] * ratios[k] for k in self.scale}
+
+    def _kind_ratios(self) -> dict:
+        """Per kind: the compute model's mean over the mean of the runs' mainloops (every schedule run)."""
+        ratios = {}
+        for kind, name in ((L1, "l1"), (L2, "l2")):
+            means = [r.mainloop_us[t.tiles[:, KIND] == kind].mean() for t, r in self.runs.values()
+                     if np.any(t.tiles[:, KIND] == kind)]
+            ratios[kind] = self.means_us[name] / float(np.mean(means)) if means and self.means_us[name] > 0 else 1.0
+        return ratios
 
     def _run_per_schedule(self, inputs: dict, iterations: int, rel_tol: float) -> None:
         """Anchor ``schedule``: each schedule its own factor per kind, to its own means."""
@@ -286,6 +308,17 @@ class Prepass:
                                self.costs, self.hbm_tbps, work, l2_issue_us, self.share,
                                bytes_scale=work if self.spread == "work" else level)
 
+    def context_cv(self) -> dict:
+        """Per kind ("l1", "l2"): the spread of the runs' mainloops in context, as the records'
+        (:func:`xsim.spread.spread_cv` of each schedule's run, the mean over the schedules run)."""
+        out = {}
+        for kind, name in ((L1, "l1"), (L2, "l2")):
+            cvs = [spread_cv(*np.percentile(x, [10, 90]), x.mean()) for x in
+                   (r.mainloop_us[t.tiles[:, KIND] == kind] for t, r in self.runs.values()) if len(x)]
+            out[name] = float(np.mean(cvs)) if cvs else 0.0
+        return out
+
     def mainloops_us(self, schedule: str) -> np.ndarray:
         """The schedule's per-tile mainloops in context (after :meth:`run_all`)."""
-        return self.runs[schedule][1].mainloop_us
+        table, result = self.runs[schedule]
+        return result.mainloop_us * np.where(table.tiles[:, KIND] == L1, self.post[L1], self.post[L2])
