@@ -28,6 +28,7 @@ import numpy as np
 from provenance import commit_note  # benchmarks/ is the script's folder
 
 from calibration.records import load_records
+from xsim.fileio import atomic_write
 from xsim.builders import moe as builder
 from xsim.moe import catalog
 from xsim.moe.contention_model import HBM_TBPS, FixedCosts, calibrate_compute_us, compute_key, local_mainloops
@@ -220,10 +221,7 @@ def main() -> None:
     text = "\n".join(lines) + "\n"
     print(text, end="")
     args.out.mkdir(parents=True, exist_ok=True)
-    out = args.out / "moe_contention.txt"
-    tmp = out.with_suffix(".txt.tmp")
-    tmp.write_text(text)
-    tmp.replace(out)
+    atomic_write(args.out / "moe_contention.txt", text)
 
 
 if __name__ == "__main__":

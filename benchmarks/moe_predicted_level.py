@@ -27,6 +27,7 @@ from moe_speedup_error import RECORDS, errors, evaluate  # benchmarks/ is the sc
 from provenance import commit_note
 
 from calibration.records import load_records
+from xsim.fileio import atomic_write
 from xsim.builders import moe as builder
 from xsim.moe.tiles import L1, L2
 from xsim.platform import resolve_platform
@@ -119,9 +120,7 @@ def main() -> None:
     print("\n".join(lines[-22:]))
     args.out.mkdir(parents=True, exist_ok=True)
     target = args.out / "moe_predicted_level.txt"
-    tmp = target.with_suffix(".txt.tmp")
-    tmp.write_text("\n".join(lines) + "\n")
-    tmp.replace(target)
+    atomic_write(target, "\n".join(lines) + "\n")
     print(f"wrote {target}")
 
 

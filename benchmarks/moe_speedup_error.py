@@ -23,6 +23,7 @@ import numpy as np
 from provenance import commit_note  # benchmarks/ is the script's folder
 
 from calibration.records import load_records
+from xsim.fileio import atomic_write
 from xsim.builders import moe as builder
 from xsim.load_gate import LoadGate
 from xsim.platform import resolve_platform
@@ -98,9 +99,7 @@ def main() -> None:
         print(lines[-1], flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     target = args.out / "moe_speedup_error.txt"
-    tmp = target.with_suffix(".txt.tmp")
-    tmp.write_text("\n".join(lines) + "\n")
-    tmp.replace(target)
+    atomic_write(target, "\n".join(lines) + "\n")
     print(f"wrote {target}")
 
 
