@@ -9,6 +9,7 @@ training mean-issue and p90-issue MAPE); ``--alpha A`` evaluates a fitted value 
 
     PYTHONPATH=. python benchmarks/fifo_pool_errors.py h200-pcie-host --fit
     PYTHONPATH=. python benchmarks/fifo_pool_errors.py h200-pcie-host --alpha A [--records FILE --all]
+        [--set NAME=FILE[,all] ...]   (more record sets, one table each, sharing the simulated points)
 """
 
 from __future__ import annotations
@@ -77,16 +78,17 @@ def main() -> None:
     ap.add_argument("--fit", action="store_true", help="fit alpha on the training points")
     ap.add_argument("--alpha", type=float, default=None)
     ap.add_argument("--alphas", type=float, nargs="*", default=GRID)
+    ap.add_argument("--name", default="", help="a title for the first record set")
+    ap.add_argument("--set", action="append", default=[], help="NAME=FILE[,all]: another record set to evaluate")
     ap.add_argument("--bursts", type=int, default=16, help="bursts per point of the pool reference")
     a = ap.parse_args()
     if a.fit == (a.alpha is not None):
         ap.error("give exactly one of --fit, --alpha")
     p = resolve_platform(a.platform)
-    rows = _rows(p, a.records, a.all)
     fifo = lru_cache(None)(lambda k, b: _summary(exact_issue_us(p, k, b, a.skew)))
     pool = lru_cache(None)(lambda k, b, al: _summary(pool_issue_us(p, k, b, al, a.skew, a.bursts)))
     if a.fit:
-        train = [r for r in rows if not r.heldout]
+        train = [r for r in _rows(p, a.records, a.all) if not r.heldout]
         meas = [{k: r.measured.get(f, np.nan) for k, f in KEYS} for r in train]
         print(f"{p.name}: alpha fitted on {len(train)} training isolated aligned points, {a.bursts} bursts each "
               f"(objective: (mean MAPE + p90 MAPE) / 2)")
@@ -101,6 +103,21 @@ def main() -> None:
             best = min(best or (obj, al), (obj, al))
         print(f"  fitted alpha = {best[1]:g} (objective {best[0]:.2f})")
         return
+    sets = [(a.name, a.records, a.all)] + [_set(x) for x in a.set]
+    for name, records, all_held in sets:
+        if name:
+            print(f"== {name}")
+        _evaluate(p, _rows(p, records, all_held), a, fifo, pool)
+
+
+def _set(spec: str):
+    """NAME=FILE or NAME=FILE,all (every record held out)."""
+    name, _, rest = spec.partition("=")
+    path, _, flag = rest.partition(",")
+    return name, path, flag == "all"
+
+
+def _evaluate(p, rows, a, fifo, pool) -> None:
     print(f"{p.name} isolated aligned, skew {a.skew} us, alpha {a.alpha:g}, {a.bursts} pool bursts: measured / DES / FIFO / pool, "
           f"mean  p90  max (us)")
     out = {False: [], True: []}
