@@ -118,8 +118,8 @@ def _set(spec: str):
 
 
 def _evaluate(p, rows, a, fifo, pool) -> None:
-    print(f"{p.name} isolated aligned, skew {a.skew} us, alpha {a.alpha:g}, {a.bursts} pool bursts: measured / DES / FIFO / pool, "
-          f"mean  p90  max (us)")
+    print(f"{p.name} isolated aligned, skew {a.skew} us, alpha {a.alpha:g}, {a.bursts} pool bursts: "
+          f"measured / DES / FIFO / pool, mean  p90  max (us)")
     out = {False: [], True: []}
     fmt = lambda x: " ".join(f"{x[k]:7.2f}" for k, _ in KEYS)  # noqa: E731
     for r in rows:
