@@ -140,7 +140,7 @@ def test_records_without_platform_take_the_platform_measured_on_their_link(tmp_p
     """--records alone: host-link records are predicted on h200-pcie-host, not the default."""
     import dataclasses
 
-    from calibration.records import load_records
+    from calibration.records import RecordError, load_records
     from xsim.commands.report import _platform_of
     from xsim.platform import shipped_platforms
 
@@ -153,5 +153,5 @@ def test_records_without_platform_take_the_platform_measured_on_their_link(tmp_p
     write_jsonl(synthetic_records(plan=small_plan()), path)
     assert _platform_of(load_records([path]), platforms) is None     # link "none": the default
     twin = dataclasses.replace(platforms["h200-pcie-host"], name="twin")
-    with pytest.raises(Exception, match="give --platform"):
+    with pytest.raises(RecordError, match="give --platform"):
         _platform_of(host, {**platforms, "twin": twin})
