@@ -72,6 +72,39 @@ class _Fifo:
     def empty(self) -> bool:
         return not self.length
 
+    def accept(self, a: np.ndarray, drain: float):
+        """Account acceptance rates ``a``: (a, d, sum a), d the drain rates per producer. Passes
+        through while empty and sum a <= R; else opens a tail segment when the acceptance mix
+        changed, closes it when nothing is accepted."""
+        a_total = float(a.sum())
+        if self.empty() and a_total <= drain:
+            self.open = False
+            return a, a.copy(), a_total                       # pass-through
+        if a_total > 0.0:
+            mix = a / a_total
+            if not (self.open and np.array_equal(self.frac[-1], mix)):
+                self.length.append(0.0)
+                self.frac.append(mix)
+            self.open = True
+        else:
+            self.open = False
+        return a, drain * self.frac[0], a_total
+
+    def settle(self, t, acc, drn, nbytes, drain, drained_at) -> None:
+        """Drop emptied head segments; producers with no byte left in the FIFO are drained
+        (``drn`` catches up with ``acc``; ``drained_at`` set once they issued everything)."""
+        while self.length and self.length[0] <= TOL_BYTES * max(1.0, drain):
+            if len(self.length) == 1:
+                self.open = False
+            self.length.pop(0)
+            self.frac.pop(0)
+        present = np.zeros(len(acc), bool)
+        for mix in self.frac:
+            present |= mix > 0.0
+        drn[~present] = acc[~present]                         # no byte of theirs is left in the FIFO
+        gone = np.isnan(drained_at) & (acc >= nbytes) & ~present
+        drained_at[gone] = t
+
 
 def simulate(start_us, nbytes, rate, cap, drain, max_events: int = 10_000_000) -> FifoResult:
     """One stage, each producer issuing one tile of ``nbytes[i]`` at ``rate[i]`` (bytes/us) from
@@ -102,27 +135,14 @@ def simulate(start_us, nbytes, rate, cap, drain, max_events: int = 10_000_000) -
 
 
 def _rates(t, start_us, acc, nbytes, rate, capped, fifo, drain):
-    """(a, d, sum a) at ``t``: acceptance and drain rates per producer (bytes/us); opens a tail
-    segment when the acceptance mix changed, closes it when nothing is accepted, and clears the
-    capped flag of producers whose credits now come back at least as fast as they issue."""
+    """(a, d, sum a) at ``t``: acceptance and drain rates per producer (bytes/us), accounted by
+    :meth:`_Fifo.accept`; clears the capped flag of producers whose credits now come back at
+    least as fast as they issue."""
     issuing = (start_us <= t + TOL_US) & (acc < nbytes)
     capped &= issuing & (not fifo.empty())
     d_head = drain * fifo.frac[0] if not fifo.empty() else np.zeros(len(acc))
     capped &= d_head < rate
-    a = np.where(capped, np.minimum(rate, d_head), np.where(issuing, rate, 0.0))
-    a_total = float(a.sum())
-    if fifo.empty() and a_total <= drain:
-        fifo.open = False
-        return a, a.copy(), a_total                           # pass-through
-    if a_total > 0.0:
-        mix = a / a_total
-        if not (fifo.open and np.array_equal(fifo.frac[-1], mix)):
-            fifo.length.append(0.0)
-            fifo.frac.append(mix)
-        fifo.open = True
-    else:
-        fifo.open = False
-    return a, drain * fifo.frac[0], a_total
+    return fifo.accept(np.where(capped, np.minimum(rate, d_head), np.where(issuing, rate, 0.0)), drain)
 
 
 def _settle(t, acc, drn, nbytes, cap, a, d, capped, fifo, drain, issue_end, drained_at):
@@ -133,17 +153,7 @@ def _settle(t, acc, drn, nbytes, cap, a, d, capped, fifo, drain, issue_end, drai
     acc[done] = nbytes[done]
     issue_end[done & np.isnan(issue_end)] = t
     capped |= (a > d) & (acc < nbytes) & (acc - drn >= cap - TOL_BYTES * np.maximum(1.0, cap))
-    while fifo.length and fifo.length[0] <= TOL_BYTES * max(1.0, drain):
-        if len(fifo.length) == 1:
-            fifo.open = False
-        fifo.length.pop(0)
-        fifo.frac.pop(0)
-    present = np.zeros(len(acc), bool)
-    for mix in fifo.frac:
-        present |= mix > 0.0
-    drn[~present] = acc[~present]                             # no byte of theirs is left in the FIFO
-    gone = np.isnan(drained_at) & (acc >= nbytes) & ~present
-    drained_at[gone] = t
+    fifo.settle(t, acc, drn, nbytes, drain, drained_at)
 
 
 def _next_dt(t, start_us, acc, drn, nbytes, cap, a, d, capped, fifo, a_total, drain) -> float:

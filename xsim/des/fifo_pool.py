@@ -134,27 +134,13 @@ def _accept(issuing, rate, weight, d_head, st, drain):
 
 
 def _rates(t, start_us, acc, nbytes, rate, weight, st, fifo, drain):
-    """(a, d, sum a) at ``t``; opens a tail segment when the acceptance mix changed, closes it when
-    nothing is accepted."""
+    """(a, d, sum a) at ``t``: the pool's acceptance rates, accounted by :meth:`_Fifo.accept`."""
     issuing = (start_us <= t + TOL_US) & (acc < nbytes)
     st.capped &= issuing & (not fifo.empty())
     st.full &= not fifo.empty()
     d_head = drain * fifo.frac[0] if not fifo.empty() else np.zeros(len(acc))
     st.capped &= d_head < rate
-    a = _accept(issuing, rate, weight, d_head, st, drain)
-    a_total = float(a.sum())
-    if fifo.empty() and a_total <= drain:
-        fifo.open = False
-        return a, a.copy(), a_total                           # pass-through
-    if a_total > 0.0:
-        mix = a / a_total
-        if not (fifo.open and np.array_equal(fifo.frac[-1], mix)):
-            fifo.length.append(0.0)
-            fifo.frac.append(mix)
-        fifo.open = True
-    else:
-        fifo.open = False
-    return a, drain * fifo.frac[0], a_total
+    return fifo.accept(_accept(issuing, rate, weight, d_head, st, drain), drain)
 
 
 def _settle(t, acc, drn, nbytes, limit, pool, a, d, st, fifo, drain, issue_end, drained_at):
@@ -167,17 +153,7 @@ def _settle(t, acc, drn, nbytes, limit, pool, a, d, st, fifo, drain, issue_end, 
     st.capped |= (a > d) & (acc < nbytes) & (acc - drn >= limit - TOL_BYTES * np.maximum(1.0, limit))
     if a.sum() > d.sum() and (acc - drn).sum() >= pool - TOL_BYTES * max(1.0, pool):
         st.full = True
-    while fifo.length and fifo.length[0] <= TOL_BYTES * max(1.0, drain):
-        if len(fifo.length) == 1:
-            fifo.open = False
-        fifo.length.pop(0)
-        fifo.frac.pop(0)
-    present = np.zeros(len(acc), bool)
-    for mix in fifo.frac:
-        present |= mix > 0.0
-    drn[~present] = acc[~present]                             # no byte of theirs is left in the FIFO
-    gone = np.isnan(drained_at) & (acc >= nbytes) & ~present
-    drained_at[gone] = t
+    fifo.settle(t, acc, drn, nbytes, drain, drained_at)
 
 
 def _next_dt(t, start_us, acc, drn, nbytes, limit, pool, a, d, st, fifo, a_total, drain) -> float:
