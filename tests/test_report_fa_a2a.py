@@ -8,7 +8,7 @@ import pytest
 from fa_a2a_records import generate, write
 from xsim.cli import main
 from xsim.platform import CapacityModel, IssueModel, Platform, save_profile
-from xsim.report.fa_a2a import HEADLINE_KEYS, Point, measured_threshold
+from xsim.report.fa_a2a import HEADLINE_KEYS, Point, measured_threshold, predicted_threshold, targets
 
 SEQ_LENS = [1024, 2048, 4096, 8192, 16384, 32768]
 
@@ -55,7 +55,9 @@ def test_json_contract_and_targets(files, capsys):
     assert doc["m_ub_star_measured"] in SEQ_LENS
     names = [t["target"] for t in rep["targets"]]
     assert names == ["fa_vs_cudnn_min", "fused_over_fa_above_threshold", "hiding_min_above_threshold",
-                     "fused_time_mape", "cc_time_mape", "m_ub_star_measured"]
+                     "fused_time_mape", "cc_time_mape", "m_ub_star_measured", "m_ub_star_measured_vs_des"]
+    # records the DES made: its own threshold, by the measured rule, is the measured one
+    assert doc["m_ub_star_predicted_des"] == doc["m_ub_star_measured"]
     assert all(t["pass"] in (True, False) for t in rep["targets"])
     assert {t["target"]: t["pass"] for t in rep["targets"]}["fused_time_mape"] is True
 
@@ -116,6 +118,30 @@ def test_measured_threshold_is_where_the_residual_stays_at_the_floor():
     assert math.isnan(_point(1024, 1.0, math.nan).floor_us)
 
 
+def test_predicted_threshold_applies_the_measured_rule_to_a_models_residual():
+    pts = [_point(m, 0.0, 10.0) for m in (1024, 2048, 4096, 8192)]
+    for p, des, cf in zip(pts, (300.0, 50.0, 25.0, 12.0), (300.0, 5.0, 5.0, 5.0)):
+        p.floor_predicted_us = 10.0
+        p.predicted = {"des": {"fused_us": p.get("fa-only") + des, "paced_us": p.get("fa-only") + cf},
+                       "closed-form": {"fused_us": p.get("fa-only") + cf}}
+    assert predicted_threshold(pts, "des") == 4096 and predicted_threshold(pts, "closed-form") == 2048
+    assert predicted_threshold(pts, "des", "fused-paced") == 2048
+    assert predicted_threshold(pts, "no-such-model") is None       # nothing predicted: no threshold
+    pts[-1].floor_predicted_us = math.nan                            # an unknown floor is skipped
+    assert predicted_threshold(pts, "des") == 4096
+
+
+def test_threshold_targets_compare_measured_with_each_prediction():
+    rows = {t["target"]: t for t in targets({"m_ub_star_measured": 8192, "m_ub_star_predicted": 5000.0,
+                                             "m_ub_star_predicted_des": 8192, "headline_model": "des"})}
+    assert rows["m_ub_star_measured"]["pass"] is False                 # above eq. 20's M_ub*
+    assert rows["m_ub_star_measured_vs_des"]["pass"] is True           # at the DES's threshold
+    rows = {t["target"]: t for t in targets({"m_ub_star_measured": 2048, "m_ub_star_predicted_des": 8192,
+                                             "headline_model": "des"})}
+    assert rows["m_ub_star_measured_vs_des"]["pass"] is False          # more than 2x below it
+    assert "m_ub_star_measured_vs_des" not in {t["target"] for t in targets({"headline_model": "closed-form"})}
+
+
 def test_records_without_fa_a2a_are_exit_2(capsys):
     micro = "calibration/records/h200-nvlink-x2-micro.jsonl"
     assert main(["report", "--experiment", "fa-a2a", "--records", micro]) == 2
@@ -128,8 +154,8 @@ def test_shipped_records_rebuild_the_report_in_one_command(capsys):
     doc = _json(capsys, "report", "--experiment", "fa-a2a", "--no-des", "--json")
     rep = doc["experiments"]["fa-a2a"]
     assert rep["platform"] == "h200-pcie-host" and rep["n_points"] >= 10
-    assert all(doc[k] is not None for k in HEADLINE_KEYS if k != "m_ub_star_measured")
-    assert len(rep["targets"]) == 6
+    assert all(doc[k] is not None for k in HEADLINE_KEYS if k != "m_ub_star_measured" and "_des" not in k)
+    assert len(rep["targets"]) == 6                  # no DES: no DES threshold to test against
 
 
 def test_hiding_ratio_eq21():

@@ -15,6 +15,11 @@ The measured threshold is the smallest swept M from which on every E_res = T_fus
 the issue floor: at most the floor plus the paper's +-2 % DVFS band of T_FA. The floor is the
 backpressure-free issue cost of the kernel itself: its smallest median per-tile issue span
 (the profile's T_iss0 where no span was recorded) times the waves that carry remote tiles.
+
+Each model's threshold is the same rule applied to its own predicted residual, with its own floor
+(the profile's T_iss0 times the remote waves): eq. 20's M_ub* has no load gate, so on a link whose
+backlog holds the next Q-loop's loads (the host link) the two can disagree, and the DES's
+threshold (``m_ub_star_predicted_des``) is the prediction the gated platform makes.
 """
 
 from __future__ import annotations
@@ -59,6 +64,7 @@ class Point:
     closed_form: FaA2aPrediction | None = None
     predicted: dict = field(default_factory=dict)   # model -> {"fused_us", "cc_us", "e_res_us", "e_cc_us"}
     floor_us: float = math.nan
+    floor_predicted_us: float = math.nan   # the models' issue floor: T_iss0 x remote waves
     pace: int = 0                       # fused-paced: the record's row chunks per tile
     where: list = field(default_factory=list)
 
@@ -198,20 +204,33 @@ def predict_point(p: Point, qloop: QLoop, platform: Platform, destination: str, 
                               "paced_us": t_fa + des.get("fused-paced", math.nan)}
     per_tile = p.issue_span_us
     p.floor_us = cf.remote_waves * (per_tile if math.isfinite(per_tile) else cf.t_iss0_us)
+    p.floor_predicted_us = cf.remote_waves * cf.t_iss0_us
 
 
-def measured_threshold(points: list[Point], kind: str = "fused") -> float | None:
-    """The smallest swept M from which on every E_res is within floor + DVFS band (None: never);
-    kind "fused-paced" takes that kernel's residual in place of fused's."""
+def _threshold(points: list[Point], residual, floor) -> float | None:
+    """The smallest swept M from which on every residual(p) is within floor(p) + DVFS band of
+    T_FA (None: never); points where either is unknown are skipped."""
     found = None
     for p in sorted(points, key=lambda q: q.seq_len, reverse=True):
-        e_res = p.get(kind) - p.get("fa-only")
-        if not (math.isfinite(e_res) and math.isfinite(p.floor_us)):
+        e_res, at = residual(p), floor(p)
+        if not (math.isfinite(e_res) and math.isfinite(at)):
             continue
-        if e_res > p.floor_us + DVFS_BAND * p.get("fa-only"):
+        if e_res > at + DVFS_BAND * p.get("fa-only"):
             break
         found = p.seq_len
     return found
+
+
+def measured_threshold(points: list[Point], kind: str = "fused") -> float | None:
+    """The measured threshold; kind "fused-paced" takes that kernel's residual in place of fused's."""
+    return _threshold(points, lambda p: p.get(kind) - p.get("fa-only"), lambda p: p.floor_us)
+
+
+def predicted_threshold(points: list[Point], model: str, kind: str = "fused") -> float | None:
+    """A model's threshold: the measured rule on its predicted residual and its own floor."""
+    key = {"fused": "fused_us", "fused-paced": "paced_us"}[kind]
+    return _threshold(points, lambda p: p.predicted.get(model, {}).get(key, math.nan) - p.get("fa-only"),
+                      lambda p: p.floor_predicted_us)
 
 
 def _mae(predicted, measured) -> float | None:
@@ -257,6 +276,9 @@ def summarize_series(s: Series, models: list[str]) -> dict:
         "m_ub_star_measured_paced": measured_threshold(pts, "fused-paced")
         if any(math.isfinite(p.get("fused-paced")) for p in pts) else None,
         "n_above_threshold": len(above),
+        "m_ub_star_predicted_by_model": {m: predicted_threshold(pts, m) for m in models},
+        "m_ub_star_predicted_by_model_paced": {m: predicted_threshold(pts, m, "fused-paced") for m in models}
+        if any(math.isfinite(p.get("fused-paced")) for p in pts) else None,
         "fused_over_cc_measured": _extreme([p.get("fused") / p.get("cc") for p in pts], np.median),
         "fa_vs_cudnn_min": _extreme([p.fa_vs_cudnn for p in pts], min) if s.key["head_dim"] == 128 else None,
         "errors": errors,               # MAPEs in percent, MAEs in us
@@ -273,13 +295,20 @@ def targets(head: dict) -> list[dict]:
     """Every target of the issue with its value and pass (True/False, None: nothing to test)."""
     out = [{"target": k, "value": head.get(k), "bound": f"{op} {b:g}", "pass": _check(head.get(k), op, b)}
            for k, (op, b) in TARGETS.items()]
-    pred, meas = head.get("m_ub_star_predicted"), head.get("m_ub_star_measured")
+    meas = head.get("m_ub_star_measured")
+    out.append(_threshold_target("m_ub_star_measured", meas, head.get("m_ub_star_predicted")))
+    if head.get("headline_model") == "des":
+        out.append(_threshold_target("m_ub_star_measured_vs_des", meas, head.get("m_ub_star_predicted_des")))
+    return out
+
+
+def _threshold_target(name: str, meas, pred) -> dict:
+    """The measured threshold at or below the predicted one and within 2x of it."""
     ok = None if pred is None or meas is None else (meas <= pred and meas >= pred / 2)
     if pred is not None and meas is None:
         ok = False
     bound = "n/a" if pred is None else f"<= {pred:.0f} and >= {pred / 2:.0f}"
-    out.append({"target": "m_ub_star_measured", "value": meas, "bound": bound, "pass": ok})
-    return out
+    return {"target": name, "value": meas, "bound": bound, "pass": ok}
 
 
 def build(rs: RecordSet, platform: Platform, engine: str | None = None) -> FaA2aReport:
@@ -320,6 +349,10 @@ def build(rs: RecordSet, platform: Platform, engine: str | None = None) -> FaA2a
                        fa_vs_cudnn_min=_extreme([s.summary["fa_vs_cudnn_min"] for s in series
                                                  if s.summary["fa_vs_cudnn_min"] is not None], min),
                        headline_series=dict(head.key))
+        if engine:
+            paced = h["m_ub_star_predicted_by_model_paced"] or {}
+            summary.update(m_ub_star_predicted_des=h["m_ub_star_predicted_by_model"]["des"],
+                           m_ub_star_predicted_des_paced=paced.get("des"))
         summary["targets"] = targets(summary)
     summary["series"] = [s.summary for s in series]
     return FaA2aReport(platform, series, engine, summary, notes)
@@ -334,29 +367,5 @@ def _headline(series: list[Series]) -> Series | None:
 
 HEADLINE_KEYS = ("speedup_max", "m_ub_star_predicted", "m_ub_star_measured", "fused_over_fa_above_threshold",
                  "hiding_min_above_threshold", "fused_time_mape", "cc_time_mape", "fa_vs_cudnn_min",
-                 "paced_time_mape", "paced_over_fa_above_threshold", "m_ub_star_measured_paced")
-
-
-def table3_rows(s: Series) -> list[list]:
-    """Table 3 for one series, one row per M: every measured variant, hiding ratio, speedup."""
-    return [[p.seq_len, p.get("fa-only"), p.get("sdpa-cudnn"), p.get("a2a-store"), p.get("a2a-ce"), p.get("serial"),
-             p.get("fused"), p.get("fused-paced"), p.get("cc"), p.get("cc-atomic"), p.e_res_us, p.hiding, p.speedup]
-            for p in s.points]
-
-
-def prediction_rows(s: Series) -> list[list]:
-    """Measured beside both predictions, one row per M: fused, E_res, the issue floor, cc."""
-    rows = []
-    for p in s.points:
-        cf, des = p.predicted.get("closed-form", {}), p.predicted.get("des", {})
-        rows.append([p.seq_len, p.get("fused"), cf.get("fused_us", np.nan), des.get("fused_us", np.nan),
-                     p.e_res_us, cf.get("e_res_us", np.nan), des.get("e_res_us", np.nan), p.floor_us,
-                     p.get("cc"), cf.get("cc_us", np.nan), des.get("cc_us", np.nan),
-                     p.get("fused-paced"), cf.get("paced_us", np.nan), des.get("paced_us", np.nan)])
-    return rows
-
-
-TABLE3_HEADER = ["M", "FA-only", "cuDNN", "A2A store", "A2A CE", "serial", "fused", "fused-paced", "cc (fence)",
-                 "cc (atomic)", "E_res", "hiding H", "speedup"]
-PREDICTION_HEADER = ["M", "fused", "fused CF", "fused DES", "E_res", "E_res CF", "E_res DES", "issue floor",
-                     "cc", "cc CF", "cc DES", "paced", "paced CF", "paced DES"]
+                 "paced_time_mape", "paced_over_fa_above_threshold", "m_ub_star_measured_paced",
+                 "m_ub_star_predicted_des", "m_ub_star_predicted_des_paced")

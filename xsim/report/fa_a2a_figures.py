@@ -51,6 +51,10 @@ def fig11(s: Series, platform_name: str, relative: bool = True) -> go.Figure:
     m_ub = s.summary.get("m_ub_star_predicted")
     if m_ub:
         fig.add_vline(x=m_ub, line=dict(color="black", dash="dashdot"), annotation_text="M_ub* predicted")
+    des = (s.summary.get("m_ub_star_predicted_by_model") or {}).get("des")
+    if des:
+        fig.add_vline(x=des, line=dict(color="purple", dash="dash"), annotation_text="DES threshold",
+                      annotation_position="bottom right")
     meas = s.summary.get("m_ub_star_measured")
     if meas:
         fig.add_vline(x=meas, line=dict(color="green", dash="dot"), annotation_text="measured threshold")

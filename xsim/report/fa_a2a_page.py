@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import math
 
-from xsim.report.fa_a2a import (HEADLINE_KEYS, PREDICTION_HEADER, TABLE3_HEADER, FaA2aReport, prediction_rows,
-                                table3_rows)
+from xsim.report.fa_a2a import HEADLINE_KEYS, FaA2aReport
+from xsim.report.fa_a2a_tables import PREDICTION_HEADER, TABLE3_HEADER, prediction_rows, table3_rows
 from xsim.report.fa_a2a_figures import figures
 from xsim.report.page import Details, Figure, Headline, Section, json_html, table_html
 
 LABELS = {"speedup_max": "largest sender-visible speedup, fused over serial",
           "m_ub_star_predicted": "M_ub*, predicted (eq. 20; tokens)",
           "m_ub_star_measured": "smallest M whose E_res is at the issue floor, measured",
+          "m_ub_star_predicted_des": "smallest M whose DES E_res is at the issue floor (the gated model's threshold)",
+          "m_ub_star_predicted_des_paced": "the same for the fused-paced kernel, DES",
           "fused_over_fa_above_threshold": "fused / FA-only above 2 M_ub* (target <= 1.02)",
           "hiding_min_above_threshold": "hiding ratio H above 2 M_ub*, worst (eq. 21; target >= 0.95)",
           "fused_time_mape": "fused time, predicted vs measured, MAPE % (target <= 5)",
