@@ -1,7 +1,7 @@
 """GPU exploration of the fused MoE kernel's GEMM path against cuBLAS (prints, writes JSON).
 
     python -m hwkernels.moe_gemm_explore --json OUT.json [--trials 20] [--budget-s 240]
-           [--sections gemm-fp8,fused,gemm-bf16,blocks]
+           [--sections gemm-fp8,fused,gemm-bf16,blocks] [--records R.jsonl] [--batched-trials 10]
 
 gemm-fp8 / gemm-bf16: every GEMM family of the one-GPU catalog (hidden, intermediate, its
     tiles) x rows 1024 / 4096 x both paths, each variant of VARIANTS beside the current
@@ -14,7 +14,8 @@ blocks: some families with other (block_m, block_n1, block_n2) (BLOCKS).
 cta-fp8 / cta-bf16 / cta-fused / batched-fp8 / batched-bf16: hwkernels.moe_gemm_sections (several
     co-resident CTAs per SM; the batched-experts diagnostic, records with --records).
 Every point is checked before it is timed (moe_gemm.measure_path); a point that fails to
-compile or check is reported and the rest go on. Sections stop at the budget. No records.
+compile or check is reported and the rest go on. Sections stop at the budget. No records,
+except the batched sections' gemm_batched records with --records.
 """
 
 import argparse
@@ -274,6 +275,24 @@ def _cell(r) -> str:
     return f"{r['ratio']:8.3f}"
 
 
+def section_fn(sec: str):
+    """The function (x, configs, recorder) -> None that runs section `sec` (one of SECTIONS)."""
+    from . import moe_gemm_sections as more
+
+    prec = sec.split("-", 1)[-1]
+    if sec == "fused":
+        return lambda x, configs, rec: fused_section(x)
+    if sec == "blocks":
+        return lambda x, configs, rec: blocks_section(x)
+    if sec == "cta-fused":
+        return lambda x, configs, rec: more.cta_fused_section(x)
+    if sec.startswith("gemm-"):
+        return lambda x, configs, rec: gemm_section(x, prec, configs)
+    if sec.startswith("cta-"):
+        return lambda x, configs, rec: more.cta_section(x, prec, configs, ROWS)
+    return lambda x, configs, rec: more.batched_section(x, prec, configs, ROWS, rec)
+
+
 SECTIONS = ("gemm-fp8", "gemm-bf16", "fused", "blocks", "cta-fp8", "cta-bf16", "batched-fp8",
             "batched-bf16", "cta-fused")
 
@@ -308,18 +327,7 @@ def main(argv=None):
            else None)
     for sec in sections:
         t0 = time.time()
-        if sec.startswith("gemm-"):
-            gemm_section(x, sec.split("-", 1)[1], configs)
-        elif sec.startswith("cta-"):
-            more.cta_section(x, sec.split("-", 1)[1], configs, ROWS)
-        elif sec == "cta-fused":
-            more.cta_fused_section(x)
-        elif sec.startswith("batched-"):
-            more.batched_section(x, sec.split("-", 1)[1], configs, ROWS, rec)
-        elif sec == "fused":
-            fused_section(x)
-        else:
-            blocks_section(x)
+        section_fn(sec)(x, configs, rec)
         print(f"section {sec}: {time.time() - t0:.0f} s", flush=True)
     x.doc["summary"] = {"/".join(k): v for k, v in summary(x.doc["rows"]).items()}
     _write_json(args.json, x.doc)
