@@ -10,8 +10,9 @@
 xsim.moe.schedule.TileTable; any object with the same fields works). Precision fp8 is W8A8
 e4m3 with per-tensor scales: sx for x, sw1[e] / sw2[e] per expert weight, and a static
 activation scale sa (the reference's activation amax / 448, computed once per input).
-The kernel is persistent: grid = table streams <= SMs, one CTA per SM; FusedMoE checks the
-compiled kernel's registers and shared memory allow that before the first launch.
+The kernel is persistent: grid = table streams <= SMs x the CTAs one SM holds (one with the
+shipped settings); FusedMoE asks the driver's occupancy calculator for the compiled kernel
+before the first launch (hwkernels.occupancy).
 """
 
 import os
@@ -46,6 +47,7 @@ class KernelConfig:
     num_stages2: int | None = None  # Linear-2's pipeline depth (None: num_stages)
     poll: int = 1              # L2 wait: 1 ld.acquire polls, 0 relaxed polls + one acquire
     host_desc: bool = False    # TMA descriptors made on the host (True) or in the kernel
+    maxnreg: int | None = None  # register cap per thread (None: the compiler's choice)
 
     def __post_init__(self):
         for name in ("block_k", "block_k2"):
@@ -64,6 +66,8 @@ class KernelConfig:
             raise ValueError('"signal" must be 0 (release) or 1 (relaxed).')
         if self.max_spins < 1:
             raise ValueError('"max_spins" must be >= 1.')
+        if self.maxnreg is not None and not 24 <= self.maxnreg <= 255:
+            raise ValueError('"maxnreg" must be None or in [24, 255].')
 
     @property
     def k2(self) -> int:
@@ -301,6 +305,8 @@ class FusedMoE:
                   HOST_DESC=c.host_desc, INTERPRET=interpreting())
         if not interpreting():
             kw.update(num_warps=c.num_warps, num_stages=c.num_stages)
+            if c.maxnreg is not None:
+                kw["maxnreg"] = c.maxnreg
         return pos, kw
 
     def _host_descs(self):
@@ -320,25 +326,20 @@ class FusedMoE:
                                  [s.block_m, c.k2]))
 
     def _check_coresident(self, pos, kw):
-        """Raise unless every stream gets its own SM with all programs resident at once."""
+        """Raise unless all programs of the table are resident at once (hwkernels.occupancy)."""
         import triton
 
         from .moe_kernels import moe_fused_kernel
+        from .occupancy import check_coresident, ctas_per_sm
 
         dev = self.data.x.device.index or 0
-        props = triton.runtime.driver.active.utils.get_device_properties(dev)
-        sms = props["multiprocessor_count"]
-        if self.n_streams > sms:
-            raise ValueError(f'"n_streams" must be <= {sms} SMs for co-residency, '
-                             f"got {self.n_streams}.")
+        sms = triton.runtime.driver.active.utils.get_device_properties(dev)["multiprocessor_count"]
         k = moe_fused_kernel.warmup(*pos, grid=(self.n_streams,), **kw)
         k._init_handles()
-        regs = k.n_regs * 32 * kw["num_warps"]
-        if regs > props["max_num_regs"] or k.metadata.shared > props["max_shared_mem"]:
-            raise ValueError(f"kernel needs {regs} registers / {k.metadata.shared} B shared "
-                             "per CTA: one CTA per SM does not fit, programs not co-resident")
+        per_sm = ctas_per_sm(k.function, 32 * kw["num_warps"], k.metadata.shared)
+        check_coresident(self.n_streams, sms, per_sm)
         self.resources = {"regs_per_thread": k.n_regs, "shared_bytes": k.metadata.shared,
-                          "spills": getattr(k, "n_spills", 0)}
+                          "spills": getattr(k, "n_spills", 0), "ctas_per_sm": per_sm}
         self._checked = True
 
     def prepare(self):

@@ -2,12 +2,15 @@
 
     p = gemm_problem(hidden, intermediate, m, precision, seed)     # one expert, m rows
     r = measure_path(p, "l1" | "l2", config, trials)               # checked, then timed
+    p = gemm_problem(..., experts=E)     # batched diagnostic: E experts of m rows each
 
 Path l1 runs only the Linear-1 tiles of the kernel (x[m, H] @ w1[H, 2I], SwiGLU fused,
 activation written to HBM); cuBLAS computes the same product x @ w1 ([m, 2I] out). Path l2
 runs only the Linear-2 tiles (counters preset ready, Combine into device memory, weight 1):
 act[m, I] @ w2[I, H]; cuBLAS the same. bf16: torch.matmul; fp8: torch._scaled_mm with the
-kernel's per-tensor scales. Each side is checked against an fp32 torch product before it is
+kernel's per-tensor scales. With E > 1 experts (expert e owns rows e*m..(e+1)*m) the kernel
+runs every expert's tiles in one launch and cuBLAS is batched: bf16 torch.bmm on [E, m, K] x
+[E, K, N] views, fp8 a loop of E torch._scaled_mm calls (each expert's own weight scale). Each side is checked against an fp32 torch product before it is
 timed; a failed check records no time. Times are CUDA-event medians of single launches.
 """
 
@@ -35,19 +38,21 @@ GROUP_M = 8   # m-blocks per raster group of the GEMM-only tables
 
 
 def gemm_table(kind: int, n_mblocks: int, nblocks: int, n_streams: int, l1_nblocks: int,
-               group_m: int = GROUP_M):
-    """A table of one kind's tiles of one expert in grouped raster order, dealt round-robin.
+               group_m: int = GROUP_M, experts: int = 1):
+    """A table of one kind's tiles in grouped raster order, dealt round-robin.
 
-    Groups of group_m m-blocks; inside a group n-blocks outer, m-blocks inner, so the tiles
-    running at once share each weight slice through the L2 cache (cuBLAS's rasterization;
-    the scheduler's wave table deals an m-block's n-blocks together instead, which streams
-    the weight once per m-block).
+    Per expert (experts outer; expert e's m-blocks are e * n_mblocks ..), groups of group_m
+    m-blocks; inside a group n-blocks outer, m-blocks inner, so the tiles running at once
+    share each weight slice through the L2 cache (cuBLAS's rasterization; the scheduler's
+    wave table deals an m-block's n-blocks together instead, which streams the weight once
+    per m-block).
     """
     from types import SimpleNamespace
 
-    order = [(m, n) for g in range(0, n_mblocks, group_m) for n in range(nblocks)
+    order = [(e, e * n_mblocks + m, n) for e in range(experts)
+             for g in range(0, n_mblocks, group_m) for n in range(nblocks)
              for m in range(g, min(g + group_m, n_mblocks))]
-    tiles = np.array([(kind, 0, m, n) for m, n in order], dtype=np.int32)
+    tiles = np.array([(kind, e, m, n) for e, m, n in order], dtype=np.int32)
     streams = [tiles[s::n_streams] for s in range(min(n_streams, len(tiles)))]
     offsets = np.concatenate([[0], np.cumsum([len(t) for t in streams])]).astype(np.int32)
     return SimpleNamespace(offsets=offsets, tiles=np.concatenate(streams),
@@ -55,19 +60,26 @@ def gemm_table(kind: int, n_mblocks: int, nblocks: int, n_streams: int, l1_nbloc
 
 
 def gemm_problem(hidden: int, intermediate: int, m: int, precision: str, seed: int = 0,
-                 n_streams: int = 132, device="cuda", blocks=(128, 128, 128)) -> GemmProblem:
-    """One expert with m rows; blocks = (block_m, block_n1, block_n2)."""
+                 n_streams: int = 132, device="cuda", blocks=(128, 128, 128),
+                 experts: int = 1) -> GemmProblem:
+    """`experts` experts with m rows each (token t -> expert t // m, weight 1); blocks =
+    (block_m, block_n1, block_n2), block_m dividing m."""
     from xsim.moe.layout import expert_layout
-    from xsim.moe.routing import route
+    from xsim.moe.routing import Routing
     from xsim.moe.shapes import MoEShape
 
-    shape = MoEShape(hidden=hidden, intermediate=intermediate, experts=1, topk=1, tokens=m,
-                     precision=precision, block_m=blocks[0], block_n1=blocks[1],
-                     block_n2=blocks[2])
-    lay = expert_layout(shape, route(shape, "balanced", seed=seed))
-    n_mb = lay.n_mblocks
-    tables = {"l1": gemm_table(0, n_mb, shape.l1_nblocks, n_streams, shape.l1_nblocks),
-              "l2": gemm_table(1, n_mb, shape.l2_nblocks, n_streams, shape.l1_nblocks)}
+    if m % blocks[0]:
+        raise ValueError(f'"block_m" ({blocks[0]}) must divide the rows per expert ({m}).')
+    shape = MoEShape(hidden=hidden, intermediate=intermediate, experts=experts, topk=1,
+                     tokens=experts * m, precision=precision, block_m=blocks[0],
+                     block_n1=blocks[1], block_n2=blocks[2])
+    ids = (np.arange(experts * m) // m).astype(np.int32)[:, None]
+    lay = expert_layout(shape, Routing(ids, np.ones(ids.shape, np.float32), "balanced", 0.0, seed))
+    n_mb = m // blocks[0]
+    tables = {"l1": gemm_table(0, n_mb, shape.l1_nblocks, n_streams, shape.l1_nblocks,
+                               experts=experts),
+              "l2": gemm_table(1, n_mb, shape.l2_nblocks, n_streams, shape.l1_nblocks,
+                               experts=experts)}
     data = moe.make_inputs(shape, seed, device)
     return GemmProblem(shape, lay, tables, data, sa_l1=float(data.scales[1]))
 
@@ -91,36 +103,58 @@ def _rel_err(got, want) -> float:
 
 
 def _act_reference(p: GemmProblem):
-    """fp32 silu(x Wg) * (x Wu) for the kernel's inputs (dequantized for fp8)."""
-    d, fp8 = p.data, p.data.precision == "fp8"
-    x = d.x.float() * (d.scales[0] if fp8 else 1.0)
-    w1 = d.w1[0].t().float() * (d.scales[2] if fp8 else 1.0)
-    inter = w1.shape[1] // 2
-    h = x @ w1
+    """fp32 silu(x Wg) * (x Wu) for the kernel's inputs (dequantized for fp8), per expert."""
     import torch
 
-    return torch.nn.functional.silu(h[:, :inter]) * h[:, inter:]
+    d, fp8 = p.data, p.data.precision == "fp8"
+    e_n, inter = d.w1.shape[0], d.w1.shape[1] // 2
+    m = d.x.shape[0] // e_n
+    out = torch.empty(d.x.shape[0], inter, dtype=torch.float32, device=d.x.device)
+    for e in range(e_n):
+        x = d.x[e * m:(e + 1) * m].float() * (d.scales[0] if fp8 else 1.0)
+        h = x @ (d.w1[e].t().float() * (d.scales[2 + e] if fp8 else 1.0))
+        out[e * m:(e + 1) * m] = torch.nn.functional.silu(h[:, :inter]) * h[:, inter:]
+    return out
 
 
 def _cublas(p: GemmProblem, path: str, fast_accum: bool = False):
-    """(fn, check) for cuBLAS computing the same product as the kernel's path. fp8:
-    fast_accum = cuBLAS's own unpromoted fp8 accumulation (like-for-like with a kernel that
-    does not promote, acc_k = 0)."""
+    """(fn, want) for cuBLAS computing the same product as the kernel's path (fn returns
+    [rows, N]). fp8: fast_accum = cuBLAS's own unpromoted fp8 accumulation (like-for-like
+    with a kernel that does not promote, acc_k = 0). E > 1: batched (module docstring)."""
     import torch
 
     d, fp8 = p.data, p.data.precision == "fp8"
+    e_n = d.w1.shape[0]
     if path == "l1":
-        a, b, sa, sb = d.x, d.w1[0].t(), d.scales[0:1], d.scales[2:3]
+        a, w, sa, sb = d.x, d.w1, d.scales[0:1], d.scales[2:2 + e_n]
     else:
-        a, b, sa, sb = p.act_in, d.w2[0].t(), d.scales[1:2], d.scales[3:4]
-    want = (a.float() * (sa if fp8 else 1.0)) @ (b.float() * (sb if fp8 else 1.0))
-    if fp8:                                     # b is already column-major (K-major)
-        sa, sb = sa.clone(), sb.clone()         # own allocations: cuBLASLt wants aligned scales
-        fn = lambda: torch._scaled_mm(a, b, scale_a=sa, scale_b=sb,  # noqa: E731
-                                      out_dtype=torch.bfloat16, use_fast_accum=fast_accum)
-    else:
+        a, w, sa, sb = p.act_in, d.w2, d.scales[1:2], d.scales[2 + e_n:2 + 2 * e_n]
+    m, n = a.shape[0] // e_n, w.shape[1]
+    a3, b3 = a.view(e_n, m, -1), w.transpose(1, 2)     # b3[e] = w[e].t(): column-major
+    want = torch.cat([(a3[e].float() * (sa if fp8 else 1.0))
+                      @ (b3[e].float() * (sb[e] if fp8 else 1.0)) for e in range(e_n)])
+    if fp8:
+        sa = sa.clone()                         # own allocations: cuBLASLt wants aligned scales
+        sbs = [sb[e:e + 1].clone() for e in range(e_n)]
+        mm = lambda e: torch._scaled_mm(a3[e], b3[e], scale_a=sa, scale_b=sbs[e],  # noqa: E731
+                                        out_dtype=torch.bfloat16, use_fast_accum=fast_accum)
+        if e_n == 1:
+            fn = lambda: mm(0)  # noqa: E731
+        else:
+            fn = lambda: [mm(e) for e in range(e_n)]  # noqa: E731
+    elif e_n == 1:
+        b = b3[0]
         fn = lambda: torch.matmul(a, b)  # noqa: E731
+    else:
+        fn = lambda: torch.bmm(a3, b3)  # noqa: E731
     return fn, want
+
+
+def _rows(res, n: int):
+    """A cuBLAS result ([rows, N], [E, m, N] or a list of [m, N]) as [rows, N]."""
+    import torch
+
+    return torch.cat(res) if isinstance(res, list) else res.reshape(-1, n)
 
 
 def _checked_run(p: GemmProblem, path: str, config: moe.KernelConfig):
@@ -165,12 +199,13 @@ def measure_path(p: GemmProblem, path: str, config: moe.KernelConfig, trials: in
     s = p.shape
     tol = _tol(p, path)
     fused, err, cublas_fn, want = _checked_run(p, path, config)
-    cublas_err = _rel_err(cublas_fn(), want)
+    cublas_err = _rel_err(_rows(cublas_fn(), want.shape[1]), want)
     res = {"path": path, "m": s.tokens, "n": 2 * s.intermediate if path == "l1" else s.hidden,
            "k": s.hidden if path == "l1" else s.intermediate, "precision": p.data.precision,
            "ok": err <= tol and cublas_err <= tol, "max_rel_err": max(err, cublas_err),
            "kernel_rel_err": err, "cublas_rel_err": cublas_err,
-           "tiles": int(fused.n_tiles), "resources": fused.resources}
+           "tiles": int(fused.n_tiles), "resources": fused.resources,
+           "experts": int(p.data.w1.shape[0]), "streams": int(fused.n_streams)}
     if not res["ok"]:
         return res
     ours = [_events_us(fused.enqueue, fused.prepare) for _ in range(trials + 1)][1:]

@@ -1,7 +1,7 @@
 """GPU exploration of the fused MoE kernel's GEMM path against cuBLAS (prints, writes JSON).
 
     python -m hwkernels.moe_gemm_explore --json OUT.json [--trials 20] [--budget-s 240]
-           [--sections gemm-fp8,fused,gemm-bf16,blocks]
+           [--sections gemm-fp8,fused,gemm-bf16,blocks] [--records R.jsonl] [--batched-trials 10]
 
 gemm-fp8 / gemm-bf16: every GEMM family of the one-GPU catalog (hidden, intermediate, its
     tiles) x rows 1024 / 4096 x both paths, each variant of VARIANTS beside the current
@@ -11,8 +11,11 @@ fused: the FUSED_VARIANTS through the whole fused kernel (Combine into device me
     schedules) on every fp8 config of the catalog and two bf16 ones: checked against the
     torch reference (err_over_tol > 1 fails), then 5 CUDA-event times.
 blocks: some families with other (block_m, block_n1, block_n2) (BLOCKS).
+cta-fp8 / cta-bf16 / cta-fused / batched-fp8 / batched-bf16: hwkernels.moe_gemm_sections (several
+    co-resident CTAs per SM; the batched-experts diagnostic, records with --records).
 Every point is checked before it is timed (moe_gemm.measure_path); a point that fails to
-compile or check is reported and the rest go on. Sections stop at the budget. No records.
+compile or check is reported and the rest go on. Sections stop at the budget. No records,
+except the batched sections' gemm_batched records with --records.
 """
 
 import argparse
@@ -155,10 +158,7 @@ def fused_section(x: Explore):
 
     from xsim.moe.layout import expert_layout
     from xsim.moe.routing import route
-    from xsim.moe.schedule import schedule_table
-
     from .moe_catalog import load_configs
-    from .moe_gemm import _events_us
 
     for precision, names in FUSED.items():
         for cfg in load_configs(",".join(names)):
@@ -168,32 +168,41 @@ def fused_section(x: Explore):
             data = moe.make_inputs(s, cfg.seed, x.device)
             lay = expert_layout(s, route(s, cfg.routing, cfg.skew, cfg.seed))
             ref = moe.reference(data, lay, s.topk)
-            tol = 2e-2 * float(ref.abs().max())
             out = torch.empty(s.tokens, s.topk, s.hidden, dtype=torch.bfloat16, device=x.device)
             for name in FUSED_VARIANTS[precision]:
                 kc = _variants()[precision][name]
                 for schedule in ("wave", "interleaved"):
                     row = {"section": "fused", "config": cfg.name, "precision": precision,
                            "variant": name, "schedule": schedule}
-                    try:
-                        table = schedule_table(s, lay, schedule, n_streams=x.sms)
-                        fused = moe.FusedMoE(s, lay, table, data, out, kc)
-                        out.fill_(float("nan"))
-                        fused.launch()
-                        fused.finish()
-                        ok, err = moe.check(out, ref)
-                        row |= {"ok": ok, "err_over_tol": err / tol,
-                                "resources": fused.resources}
-                        if ok:
-                            us = [_events_us(fused.enqueue, fused.prepare) for _ in range(5)]
-                            fused.finish()
-                            row["kernel_us"] = float(np.median(us))
-                            ok, err = moe.check(out, ref)     # the timed runs' output too
-                            row["ok"] = ok
-                    except Exception as e:  # noqa: BLE001
-                        row |= {"ok": False, "error": f"{type(e).__name__}: {e}"[:400]}
-                    x.add(row)
+                    x.add(fused_point(row, s, lay, schedule, x.sms, data, out, ref, kc))
             del data, ref, out
+
+
+def fused_point(row: dict, s, lay, schedule: str, n_streams: int, data, out, ref, kc) -> dict:
+    """One fused run on n_streams streams: checked (err_over_tol > 1 fails), then 5 CUDA-event
+    times, the timed runs' output checked too; row plus the results."""
+    from xsim.moe.schedule import schedule_table
+
+    from .moe_gemm import _events_us
+
+    tol = 2e-2 * float(ref.abs().max())
+    try:
+        table = schedule_table(s, lay, schedule, n_streams=n_streams)
+        fused = moe.FusedMoE(s, lay, table, data, out, kc)
+        out.fill_(float("nan"))
+        fused.launch()
+        fused.finish()
+        ok, err = moe.check(out, ref)
+        row |= {"ok": ok, "err_over_tol": err / tol, "resources": fused.resources}
+        if ok:
+            us = [_events_us(fused.enqueue, fused.prepare) for _ in range(5)]
+            fused.finish()
+            row["kernel_us"] = float(np.median(us))
+            ok, err = moe.check(out, ref)     # the timed runs' output too
+            row["ok"] = ok
+    except Exception as e:  # noqa: BLE001 (a variant that does not compile, fit or check)
+        row |= {"ok": False, "error": f"{type(e).__name__}: {e}"[:400]}
+    return row
 
 
 def _blocks(s):
@@ -266,7 +275,26 @@ def _cell(r) -> str:
     return f"{r['ratio']:8.3f}"
 
 
-SECTIONS = ("gemm-fp8", "gemm-bf16", "fused", "blocks")
+def section_fn(sec: str):
+    """The function (x, configs, recorder) -> None that runs section `sec` (one of SECTIONS)."""
+    from . import moe_gemm_sections as more
+
+    prec = sec.split("-", 1)[-1]
+    if sec == "fused":
+        return lambda x, configs, rec: fused_section(x)
+    if sec == "blocks":
+        return lambda x, configs, rec: blocks_section(x)
+    if sec == "cta-fused":
+        return lambda x, configs, rec: more.cta_fused_section(x)
+    if sec.startswith("gemm-"):
+        return lambda x, configs, rec: gemm_section(x, prec, configs)
+    if sec.startswith("cta-"):
+        return lambda x, configs, rec: more.cta_section(x, prec, configs, ROWS)
+    return lambda x, configs, rec: more.batched_section(x, prec, configs, ROWS, rec)
+
+
+SECTIONS = ("gemm-fp8", "gemm-bf16", "fused", "blocks", "cta-fp8", "cta-bf16", "batched-fp8",
+            "batched-bf16", "cta-fused")
 
 
 def main(argv=None):
@@ -275,7 +303,9 @@ def main(argv=None):
     ap.add_argument("--json", required=True)
     ap.add_argument("--trials", type=int, default=20)
     ap.add_argument("--budget-s", type=float, default=0.0)
-    ap.add_argument("--sections", default=",".join(SECTIONS))
+    ap.add_argument("--sections", default=",".join(SECTIONS[:4]))
+    ap.add_argument("--batched-trials", type=int, default=10)
+    ap.add_argument("--records", default="", help="batched: gemm_batched records (JSONL)")
     args = ap.parse_args(argv)
     sections = [s for s in args.sections.split(",") if s]
     if set(sections) - set(SECTIONS):
@@ -291,18 +321,18 @@ def main(argv=None):
     set_tma_allocator(device)
     x = Explore(args, torch.cuda.get_device_properties(device).multi_processor_count, device)
     configs = [c for c in load_configs("") if c.shape.ep == 1 and c.name.startswith("moe1-")]
+    from . import moe_gemm_sections as more
+
+    rec = (more.batched_recorder(args.records, x.doc["commit"], x.sms) if args.records
+           else None)
     for sec in sections:
         t0 = time.time()
-        if sec.startswith("gemm-"):
-            gemm_section(x, sec.split("-", 1)[1], configs)
-        elif sec == "fused":
-            fused_section(x)
-        else:
-            blocks_section(x)
+        section_fn(sec)(x, configs, rec)
         print(f"section {sec}: {time.time() - t0:.0f} s", flush=True)
     x.doc["summary"] = {"/".join(k): v for k, v in summary(x.doc["rows"]).items()}
     _write_json(args.json, x.doc)
     print_tables(x.doc["rows"])
+    more.print_cta(x.doc["rows"])
     print(f"done in {time.time() - x.t0:.0f} s")
     return 0
 

@@ -3,6 +3,7 @@
 import math
 
 from hwkernels import moe_gemm_explore as ex
+from hwkernels import moe_gemm_sections as more
 
 
 def _row(variant, ratio, ok=True, section="gemm", blocks=(128, 128, 128), m=1024):
@@ -48,3 +49,19 @@ def test_tables_print_every_variant(capsys):
 def test_bad_section_is_one_line_and_exit_2(capsys, tmp_path):
     assert ex.main(["--json", str(tmp_path / "x.json"), "--sections", "nope"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_every_section_runs_its_own_function(monkeypatch):
+    calls = []
+    for mod, name in ((ex, "gemm_section"), (ex, "fused_section"), (ex, "blocks_section"),
+                      (more, "cta_section"), (more, "cta_fused_section"),
+                      (more, "batched_section")):
+        monkeypatch.setattr(mod, name, lambda *a, _n=name: calls.append((_n, a[1:2])))
+    for sec in ex.SECTIONS:
+        ex.section_fn(sec)("x", ["configs"], None)
+    prec = lambda s: (s.split("-")[1],)  # noqa: E731
+    assert calls == [("gemm_section", prec("gemm-fp8")), ("gemm_section", prec("gemm-bf16")),
+                     ("fused_section", ()), ("blocks_section", ()),
+                     ("cta_section", ("fp8",)), ("cta_section", ("bf16",)),
+                     ("batched_section", ("fp8",)), ("batched_section", ("bf16",)),
+                     ("cta_fused_section", ())]

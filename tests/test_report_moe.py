@@ -37,6 +37,9 @@ def write_records(path):
     for m, t, c in ((128, 30.0, 8.0), (128, 10.0, 8.0), (256, 20.0, 18.0)):   # m 128 re-measured
         recs.append(record("gemm", {"precision": "bf16", "m": m, "n": 256, "k": 512, "path": "l1"},
                            {"triton_us": stats(t), "cublas_us": stats(c)}))
+    for m, t, c in ((128, 40.0, 30.0), (256, 50.0, 45.0)):      # the batched diagnostic
+        recs.append(record("gemm_batched", {"precision": "bf16", "m": m, "n": 256, "k": 512, "path": "l1",
+                                            "experts": 4}, {"triton_us": stats(t), "cublas_us": stats(c)}))
     path.write_text("".join(json.dumps(r) + "\n" for r in recs))
     return str(path)
 
@@ -50,7 +53,9 @@ def test_moe_report_json_keys(capsys, tmp_path):
     assert keys <= set(doc)
     assert doc["n_configs"] == 2
     assert doc["geomean_speedup_measured"] == pytest.approx((1.2 * 90 / 95) ** 0.5)
-    assert doc["gemm_vs_cublas_min"] == pytest.approx(0.8)
+    assert doc["gemm_vs_cublas_min"] == pytest.approx(0.8)                 # batched points apart
+    assert doc["gemm_batched_vs_cublas_min"] == pytest.approx(0.75)
+    assert doc["gemm_batched_vs_cublas_geomean"] == pytest.approx((0.75 * 0.9) ** 0.5)
     assert doc["speedup_abs_err_max"] >= 0 and doc["geomean_speedup_predicted"] > 0
     assert 0 < doc["selector_worst"] <= doc["selector_geomean"]
     moe = doc["experiments"]["moe"]

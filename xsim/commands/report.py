@@ -22,7 +22,8 @@ MICRO_KEYS = ("drain_rate_gbps", "capacity_bytes", "t_iss0_us", "period_mape", "
               "issue_p90_mape", "issue_max_mape", "ce_ratio", "n_points")
 MOE_KEYS = ("n_configs", "geomean_speedup_measured", "geomean_speedup_predicted", "speedup_abs_err_max",
             "geomean_speedup_skewed_measured", "selector_geomean", "selector_worst", "gemm_vs_cublas_min",
-            "kernel_time_mape", "kernel_time_mape_local")
+            "gemm_batched_vs_cublas_min", "gemm_batched_vs_cublas_geomean", "kernel_time_mape",
+            "kernel_time_mape_local")
 
 
 def _positive_int(text: str) -> int:

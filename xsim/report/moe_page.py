@@ -16,6 +16,7 @@ KEYS = (("n_configs", "configs measured (both schedules)"),
         ("selector_geomean", "selector over expert waves, measured geomean"),
         ("selector_worst", "selector over expert waves, worst config (target >= 0.98)"),
         ("gemm_vs_cublas_min", "the kernel's GEMM path over cuBLAS, worst shape (target >= 0.70)"),
+        ("gemm_batched_vs_cublas_min", "diagnostic: the same shapes batched over experts, vs batched cuBLAS"),
         ("kernel_time_mape", "predicted vs measured kernel times over the link, mean error (%)"),
         ("kernel_time_mape_local", "the same for the local-Combine control, DES without the link (%)"))
 CAPTIONS = {
