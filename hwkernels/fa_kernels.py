@@ -152,7 +152,7 @@ def fa_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, remote_ptr, stamps_ptr, flags_pt
                   CHUNK: tl.constexpr, ORDER: tl.constexpr, FLATTEN: tl.constexpr,
                   WS: tl.constexpr, BRANCH: tl.constexpr, DELTA: tl.constexpr = False,
                   SWP: tl.constexpr = False, EMU: tl.constexpr = 0,
-                  EARLY: tl.constexpr = False):
+                  EARLY: tl.constexpr = False, LSUM: tl.constexpr = False):
     pid = tl.program_id(0)
     offs_m = tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
@@ -189,7 +189,7 @@ def fa_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, remote_ptr, stamps_ptr, flags_pt
             o_tile = _qloop(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n,
                             offs_d, qk_scale, my_stage, remote_ptr, pend_off, pend, pace_stride,
                             row_stride, offs_c, BLOCK_M, BLOCK_N, D, UPCAST, TMA, PACE, CHUNK,
-                            BRANCH, EMU, EARLY)
+                            BRANCH, EMU, EARLY, LSUM)
         o_tile = o_tile.to(out_ptr.dtype.element_ty)
         if INSTR:
             _stamp(stamps_ptr, tile, 1)
