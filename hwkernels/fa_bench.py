@@ -59,8 +59,9 @@ def parse_args(argv=None):
     ap.add_argument("--ws", action="store_true", help="persistent loop tl.range(warp_specialize=True)")
     ap.add_argument("--swp", action="store_true",
                     help="Q-loop software-pipelined by one KV step (P V in flight during the softmax)")
-    ap.add_argument("--emu", type=int, default=0, choices=fa.EMUS,
-                    help="softmax exp2: this many of every 8 elements on the FMA pipe (fa_exp2)")
+    ap.add_argument("--emu", type=int, default=1, choices=fa.EMUS,
+                    help="softmax exp2: this many of every 8 elements on the FMA pipe (fa_exp2; "
+                         "default 1, the shipped kernel; 0: all on MUFU, the kernel before it)")
     ap.add_argument("--early", action="store_true", help="softmax: alpha and the rescale first")
     ap.add_argument("--lsum", action="store_true",
                     help="softmax row sums as P @ ones on the tensor cores (fa_qloop LSUM)")

@@ -58,6 +58,10 @@ FA_EXTRA = {f"{base}{'-l' * ls}{'-a' * a}{f'-e{k}' * bool(k)}{'-s' * sp}":
             (base, {"lsum": ls, "early": a, "emu": k, "split": sp})
             for base in ("base", "bm64x2") for ls in (False, True) for a in (False, True)
             for k in (0, 1, 2, 3, 4) for sp in (False, True) if ls or a or k or sp}
+# "base" runs KernelConfig's defaults (the shipped kernel, exp2 1 of 8 on the FMA pipe);
+# "<entry>-e0": every exp2 on MUFU (the kernel shipped before it)
+FA_EXTRA.update({f"{base}-e0": (base, {"lsum": False, "early": False, "emu": 0, "split": False})
+                 for base in ("base", "bm64x2")})
 
 
 def fa_config(name: str) -> tuple:

@@ -45,7 +45,8 @@ class KernelConfig:
     pace_order: str = "remote-first"
     pace_branch: bool = True        # ... chunk code under a uniform if (else masked every step)
     swp: bool = False               # Q-loop software-pipelined by one KV step (P V overlaps softmax)
-    emu: int = 0                    # softmax exp2: this many of every 8 on the FMA pipe (fa_exp2)
+    emu: int = 1                    # softmax exp2: this many of every 8 on the FMA pipe (fa_exp2;
+                                    # 1 shipped since call lsum-call1, 0 the kernel before it)
     early: bool = False             # softmax: alpha and the acc rescale first (fa_qloop)
     split: bool = False             # fa-only: the last partial wave split along KV (fa_split)
     lsum: bool = False              # softmax row sums as P @ ones on the tensor cores (fa_qloop)
