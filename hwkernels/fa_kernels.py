@@ -38,7 +38,8 @@ specialization, as its persistent-matmul tutorial does it: with FLATTEN off).
 SWP: the Q-loop software-pipelined by one KV step (fa_qloop._qloop_swp; measured slower, off
 by default; the Q-loops and their chunk stores live in fa_qloop.py).
 EMU: the softmax's exp2 with EMU of every 8 elements on the FMA pipe (fa_exp2; 0: all MUFU;
-the shipped Q-loop only, not SWP). EARLY: the softmax's alpha and acc rescale first
+the non-SWP Q-loop only; the launchers' KernelConfig ships 1). LSUM: the row sums as P @ ones
+on the tensor cores (fa_qloop._qloop_raw; measured slower, off by default). EARLY: the softmax's alpha and acc rescale first
 (fa_qloop._softmax_step).
 TMA: K and V tiles through tensor descriptors (tl.make_tensor_descriptor; Hopper TMA) instead of
 pointer loads; the launcher sets triton's allocator for the descriptors' scratch.

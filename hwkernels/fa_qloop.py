@@ -7,6 +7,8 @@ _qloop_swp (constexpr SWP of the kernel): software-pipelined by one step, P_{j-1
   flight during the softmax of S_j; _pack / _unpack carry P as int16 bits (Triton would put a
   carried bf16 tensor in shared memory), _hold keeps P_{j-1}'s registers until its wgmma is done
   (hwkernels/fa_sass.py checks both in the SASS).
+LSUM (constexpr): the row sums accumulated as P @ ones[b_n, LCOLS] (8 HMMA.16816 per thread per
+step instead of the FADD tree and shuffles of tl.sum; measured slower, off by default).
 PACE > 0 (MODE 3, fused-paced): after KV step j, _pace_step stores one row chunk of the
 program's previously staged tile to its remote owner (_store_chunk) every pace_stride steps.
 UPCAST / TMA as in fa_kernels.py.
