@@ -165,13 +165,13 @@ def launch_fa(q, k, v, shape: FAShape, mode: int, out=None, bufs: OwnerBuffers |
               num_warps: int = 8, num_stages: int = 3, tma: bool = False, pace: int = 0,
               spread: bool = True, stage=None, order: str = "default", flatten: bool = False,
               ws: bool = False, branch: bool = True, swp: bool = False, emu: int = 0,
-              early: bool = False):
+              early: bool = False, lsum: bool = False):
     """Enqueue fa_fwd_kernel (no sync). mode 0 writes `out` [batch, HL, M, d]; modes 1, 2, 3
     write `bufs`. stamps (int64 [n_tiles, 6]) turns the per-tile instrumentation on. mode 3
     (paced) needs pace (row chunks per tile, one of PACES) and `stage` (>= programs * b_m * d
     elements of the output dtype, HBM). swp: the Q-loop software-pipelined by one KV step
     (fa_qloop._qloop_swp). emu: exp2 of `emu` of every 8 softmax elements on the FMA pipe
-    (EMUS). Returns Triton's handle of the compiled kernel."""
+    (EMUS). lsum: the softmax row sums as P @ ones on the tensor cores (fa_qloop). Returns Triton's handle of the compiled kernel."""
     from .fa_kernels import fa_fwd_kernel
 
     upcast = _interpreter_compat()
@@ -211,7 +211,7 @@ def launch_fa(q, k, v, shape: FAShape, mode: int, out=None, bufs: OwnerBuffers |
                         UPCAST=upcast, TMA=tma, PACE=pace,
                         CHUNK=shape.block_m // pace if pace else shape.block_m,
                         ORDER=ORDERS[order], FLATTEN=flatten, WS=ws, BRANCH=bool(branch),
-                        SWP=bool(swp), EMU=int(emu), EARLY=bool(early),
+                        SWP=bool(swp), EMU=int(emu), EARLY=bool(early), LSUM=bool(lsum),
                         num_warps=num_warps, num_stages=num_stages)
 
 

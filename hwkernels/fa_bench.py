@@ -59,9 +59,12 @@ def parse_args(argv=None):
     ap.add_argument("--ws", action="store_true", help="persistent loop tl.range(warp_specialize=True)")
     ap.add_argument("--swp", action="store_true",
                     help="Q-loop software-pipelined by one KV step (P V in flight during the softmax)")
-    ap.add_argument("--emu", type=int, default=0, choices=fa.EMUS,
-                    help="softmax exp2: this many of every 8 elements on the FMA pipe (fa_exp2)")
+    ap.add_argument("--emu", type=int, default=1, choices=fa.EMUS,
+                    help="softmax exp2: this many of every 8 elements on the FMA pipe (fa_exp2; "
+                         "default 1, the shipped kernel; 0: all on MUFU, the kernel before it)")
     ap.add_argument("--early", action="store_true", help="softmax: alpha and the rescale first")
+    ap.add_argument("--lsum", action="store_true",
+                    help="softmax row sums as P @ ones on the tensor cores (fa_qloop LSUM)")
     ap.add_argument("--split", action="store_true",
                     help="fa-only and serial: the last partial wave split along KV (fa_split)")
     ap.add_argument("--pace", type=int, default=8,
@@ -169,6 +172,7 @@ def params_of(case: Case, variant: str, replays: int, graph: bool, target: str) 
          "replays": replays, "graph": graph, "num_warps": c.num_warps,
          "num_stages": c.num_stages, "tma": c.tma, "variant": variant, "flatten": c.flatten,
          "ws": c.ws, "swp": c.swp, "tile_order": "default", "emu": c.emu, "early": c.early,
+         "lsum": c.lsum,
          "split": c.split and variant in ("fa-only", "serial")}
     if variant.startswith("cc-"):
         p["fence"] = variant[3:]
@@ -281,7 +285,8 @@ def main(argv=None) -> int:
         cfg = KernelConfig(args.num_warps, args.num_stages, args.tma, flatten=args.flatten,
                            ws=args.ws, pace=args.pace, pace_spread=not args.pace_consecutive,
                            pace_order=args.pace_order, pace_branch=not args.pace_masked,
-                           swp=args.swp, emu=args.emu, early=args.early, split=args.split)
+                           swp=args.swp, emu=args.emu, early=args.early, split=args.split,
+                           lsum=args.lsum)
     except ValueError as exc:
         print(f"fa_bench: {exc}", file=sys.stderr)
         return 2

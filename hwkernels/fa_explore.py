@@ -50,12 +50,18 @@ FA_CONFIGS = {
     "swp64x2": (64, 64, 4, 2, True, 2, False, False, True),
     "swp64x2w8": (64, 64, 8, 2, True, 2, False, False, True),
 }
-# "<FA_CONFIGS entry>[-a][-e<k>][-s]": KernelConfig extras on that entry: -a the softmax's rescale
-# first (early), -e<k> exp2 of k of every 8 elements on the FMA pipe (emu, fa_exp2), -s the last
-# partial wave split along KV (split, fa_split; FA-only only)
-FA_EXTRA = {f"{base}{'-a' * a}{f'-e{k}' * bool(k)}{'-s' * sp}":
-            (base, {"early": a, "emu": k, "split": sp}) for base in ("base", "bm64x2") for a in (False, True) for k in (0, 1, 2, 3, 4)
-            for sp in (False, True) if a or k or sp}
+# "<FA_CONFIGS entry>[-l][-a][-e<k>][-s]": KernelConfig extras on that entry: -l the softmax's row
+# sums as P @ ones on the tensor cores (lsum), -a its rescale first (early), -e<k> exp2 of k of
+# every 8 elements on the FMA pipe (emu, fa_exp2), -s the last partial wave split along KV
+# (split, fa_split; FA-only only)
+FA_EXTRA = {f"{base}{'-l' * ls}{'-a' * a}{f'-e{k}' * bool(k)}{'-s' * sp}":
+            (base, {"lsum": ls, "early": a, "emu": k, "split": sp})
+            for base in ("base", "bm64x2") for ls in (False, True) for a in (False, True)
+            for k in (0, 1, 2, 3, 4) for sp in (False, True) if ls or a or k or sp}
+# "base" runs KernelConfig's defaults (the shipped kernel, exp2 1 of 8 on the FMA pipe);
+# "<entry>-e0": every exp2 on MUFU (the kernel shipped before it)
+FA_EXTRA.update({f"{base}-e0": (base, {"lsum": False, "early": False, "emu": 0, "split": False})
+                 for base in ("base", "bm64x2")})
 
 
 def fa_config(name: str) -> tuple:

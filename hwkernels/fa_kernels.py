@@ -38,7 +38,8 @@ specialization, as its persistent-matmul tutorial does it: with FLATTEN off).
 SWP: the Q-loop software-pipelined by one KV step (fa_qloop._qloop_swp; measured slower, off
 by default; the Q-loops and their chunk stores live in fa_qloop.py).
 EMU: the softmax's exp2 with EMU of every 8 elements on the FMA pipe (fa_exp2; 0: all MUFU;
-the shipped Q-loop only, not SWP). EARLY: the softmax's alpha and acc rescale first
+the non-SWP Q-loop only; the launchers' KernelConfig ships 1). LSUM: the row sums as P @ ones
+on the tensor cores (fa_qloop._qloop_raw; measured slower, off by default). EARLY: the softmax's alpha and acc rescale first
 (fa_qloop._softmax_step).
 TMA: K and V tiles through tensor descriptors (tl.make_tensor_descriptor; Hopper TMA) instead of
 pointer loads; the launcher sets triton's allocator for the descriptors' scratch.
@@ -152,7 +153,7 @@ def fa_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, remote_ptr, stamps_ptr, flags_pt
                   CHUNK: tl.constexpr, ORDER: tl.constexpr, FLATTEN: tl.constexpr,
                   WS: tl.constexpr, BRANCH: tl.constexpr, DELTA: tl.constexpr = False,
                   SWP: tl.constexpr = False, EMU: tl.constexpr = 0,
-                  EARLY: tl.constexpr = False):
+                  EARLY: tl.constexpr = False, LSUM: tl.constexpr = False):
     pid = tl.program_id(0)
     offs_m = tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
@@ -189,7 +190,7 @@ def fa_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, remote_ptr, stamps_ptr, flags_pt
             o_tile = _qloop(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n,
                             offs_d, qk_scale, my_stage, remote_ptr, pend_off, pend, pace_stride,
                             row_stride, offs_c, BLOCK_M, BLOCK_N, D, UPCAST, TMA, PACE, CHUNK,
-                            BRANCH, EMU, EARLY)
+                            BRANCH, EMU, EARLY, LSUM)
         o_tile = o_tile.to(out_ptr.dtype.element_ty)
         if INSTR:
             _stamp(stamps_ptr, tile, 1)

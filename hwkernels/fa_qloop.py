@@ -7,6 +7,8 @@ _qloop_swp (constexpr SWP of the kernel): software-pipelined by one step, P_{j-1
   flight during the softmax of S_j; _pack / _unpack carry P as int16 bits (Triton would put a
   carried bf16 tensor in shared memory), _hold keeps P_{j-1}'s registers until its wgmma is done
   (hwkernels/fa_sass.py checks both in the SASS).
+LSUM (constexpr): the row sums accumulated as P @ ones[b_n, LCOLS] (8 HMMA.16816 per thread per
+step instead of the FADD tree and shuffles of tl.sum; measured slower, off by default).
 PACE > 0 (MODE 3, fused-paced): after KV step j, _pace_step stores one row chunk of the
 program's previously staged tile to its remote owner (_store_chunk) every pace_stride steps.
 UPCAST / TMA as in fa_kernels.py.
@@ -19,6 +21,7 @@ from . import fa_exp2
 
 _EMU_ASM1, _EMU_ASM2, _EMU_ASM3, _EMU_ASM4 = (tl.constexpr(fa_exp2.ptx(k)) for k in (1, 2, 3, 4))
 _EMU_CONS = tl.constexpr(fa_exp2.constraints())
+LCOLS = tl.constexpr(8)            # LSUM: columns of the ones operand (wgmma n8)
 
 
 @triton.jit
@@ -72,6 +75,21 @@ def _softmax_step(qk, m_i, l_i, acc, qk_scale, EMU: tl.constexpr = 0,
     p = _exp2(qk * qk_scale - m_ij[:, None], EMU, UPCAST)
     alpha = tl.math.exp2(m_i - m_ij)
     return p, m_ij, l_i * alpha + tl.sum(p, 1), acc * alpha[:, None]
+
+
+@triton.jit
+def _softmax_step_lsum(qk, m_i, l_acc, acc, qk_scale, EMU: tl.constexpr = 0,
+                       UPCAST: tl.constexpr = False, EARLY: tl.constexpr = False):
+    # LSUM: as _softmax_step, but the row sums are not reduced here: l_acc [BLOCK_M, LCOLS] is
+    # the accumulator of P @ ones (the caller's extra wgmma), only rescaled by alpha.
+    m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+    alpha = tl.math.exp2(m_i - m_ij)
+    if EARLY:
+        acc = acc * alpha[:, None]
+        p = _exp2(qk * qk_scale - (m_ij + alpha * 0.0)[:, None], EMU, UPCAST)
+        return p, m_ij, l_acc * alpha[:, None], acc
+    p = _exp2(qk * qk_scale - m_ij[:, None], EMU, UPCAST)
+    return p, m_ij, l_acc * alpha[:, None], acc * alpha[:, None]
 
 
 @triton.jit
@@ -189,25 +207,42 @@ def _qloop_raw(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n, o
                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr,
                UPCAST: tl.constexpr, TMA: tl.constexpr, PACE: tl.constexpr,
                CHUNK: tl.constexpr, BRANCH: tl.constexpr, EMU: tl.constexpr = 0,
-               EARLY: tl.constexpr = False):
+               EARLY: tl.constexpr = False, LSUM: tl.constexpr = False):
     # KV rows kv_row0 .. kv_row0 + seq - 1: the unnormalized accumulator, row max m_i (base 2,
     # scaled) and row sum l_i (fa_split merges KV splits of one tile with them).
+    # LSUM: the row sums on the tensor cores, l_acc += P @ ones [BLOCK_N, LCOLS] (the bf16 P
+    # that P V multiplies), instead of the per-step FADD tree and shuffles of tl.sum(p, 1).
     m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
-    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    if LSUM:
+        l_i = tl.zeros([BLOCK_M, LCOLS], dtype=tl.float32)
+        ones = tl.full([BLOCK_N, LCOLS], 1.0, q.dtype)
+    else:
+        l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     acc = tl.zeros([BLOCK_M, D], dtype=tl.float32)
     kv_ptrs = kv_base + offs_n[:, None].to(tl.int64) * D + offs_d[None, :]
     row = kv_row0
     for start_n in range(0, seq, BLOCK_N):
         k = _load_kv(desc_k, k_ptr, kv_ptrs, row, UPCAST, TMA)
         qk = tl.dot(q, tl.trans(k))                        # [BLOCK_M, BLOCK_N] fp32
-        p, m_i, l_i, acc = _softmax_step(qk, m_i, l_i, acc, qk_scale, EMU, UPCAST, EARLY)
+        if LSUM:
+            p, m_i, l_i, acc = _softmax_step_lsum(qk, m_i, l_i, acc, qk_scale, EMU, UPCAST,
+                                                  EARLY)
+        else:
+            p, m_i, l_i, acc = _softmax_step(qk, m_i, l_i, acc, qk_scale, EMU, UPCAST, EARLY)
         v = _load_kv(desc_v, v_ptr, kv_ptrs, row, UPCAST, TMA)
-        acc = tl.dot(p.to(v.dtype), v, acc)
+        if LSUM:
+            pv = p.to(v.dtype)
+            acc = tl.dot(pv, v, acc)
+            l_i = tl.dot(pv, ones, l_i)
+        else:
+            acc = tl.dot(p.to(v.dtype), v, acc)
         if PACE > 0:
             _pace_step(start_n // BLOCK_N, stage_ptr, remote_ptr, pend_off, pend, pace_stride,
                        row_stride, offs_c, offs_d, D, PACE, CHUNK, BRANCH)
         kv_ptrs += BLOCK_N * D
         row += BLOCK_N
+    if LSUM:
+        l_i = tl.max(l_i, 1)                             # LCOLS equal columns
     return acc, m_i, l_i
 
 
@@ -217,9 +252,9 @@ def _qloop(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n, offs_
            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr,
            UPCAST: tl.constexpr, TMA: tl.constexpr, PACE: tl.constexpr,
            CHUNK: tl.constexpr, BRANCH: tl.constexpr, EMU: tl.constexpr = 0,
-               EARLY: tl.constexpr = False):
+           EARLY: tl.constexpr = False, LSUM: tl.constexpr = False):
     acc, m_i, l_i = _qloop_raw(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n,
                                offs_d, qk_scale, stage_ptr, remote_ptr, pend_off, pend,
                                pace_stride, row_stride, offs_c, BLOCK_M, BLOCK_N, D, UPCAST,
-                               TMA, PACE, CHUNK, BRANCH, EMU, EARLY)
+                               TMA, PACE, CHUNK, BRANCH, EMU, EARLY, LSUM)
     return acc / l_i[:, None]

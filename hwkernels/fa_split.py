@@ -99,7 +99,7 @@ def fa_split_kernel(q_ptr, k_ptr, v_ptr, out_ptr, part_ptr, lse_ptr, count_ptr, 
                     n_tiles, programs, hl, seq, n_full, n_split,
                     D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                     UPCAST: tl.constexpr, TMA: tl.constexpr, EMU: tl.constexpr,
-                    EARLY: tl.constexpr = False):
+                    EARLY: tl.constexpr = False, LSUM: tl.constexpr = False):
     pid = tl.program_id(0)
     offs_m = tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
@@ -131,7 +131,8 @@ def fa_split_kernel(q_ptr, k_ptr, v_ptr, out_ptr, part_ptr, lse_ptr, count_ptr, 
         acc, m_i, l_i = _qloop_raw(q, kv_base + kv_lo.to(tl.int64) * D, k_ptr, v_ptr, desc_k,
                                    desc_v, kv_row0 + kv_lo, kv_len, offs_n, offs_d, qk_scale,
                                    out_ptr, out_ptr, kv_base, 0, 1, D, offs_m, BLOCK_M,
-                                   BLOCK_N, D, UPCAST, TMA, 0, BLOCK_M, True, EMU, EARLY)
+                                   BLOCK_N, D, UPCAST, TMA, 0, BLOCK_M, True, EMU, EARLY,
+                                   LSUM)
         o_tile = acc / l_i[:, None]
         if split:
             slot = r * n_split + s
@@ -153,7 +154,7 @@ def fa_split_kernel(q_ptr, k_ptr, v_ptr, out_ptr, part_ptr, lse_ptr, count_ptr, 
 
 def launch_fa_split(q, k, v, shape, out, ws: SplitWorkspace, programs: int = 132,
                     num_warps: int = 8, num_stages: int = 3, tma: bool = False, emu: int = 0,
-                    early: bool = False):
+                    early: bool = False, lsum: bool = False):
     """Enqueue FA-only with the wave tail split (no sync); without a split (split_plan gives 1)
     the shipped fa_fwd_kernel MODE 0. Returns Triton's handle of the compiled kernel."""
     import math
@@ -165,7 +166,7 @@ def launch_fa_split(q, k, v, shape, out, ws: SplitWorkspace, programs: int = 132
     if n_split == 1:
         return fa.launch_fa(q, k, v, shape, fa.MODE_LOCAL, out=out, programs=programs,
                             num_warps=num_warps, num_stages=num_stages, tma=tma, emu=emu,
-                            early=early)
+                            early=early, lsum=lsum)
     grid = min(programs, n_full + (shape.n_tiles - n_full) * n_split)
     if ws.count.numel() < grid or ws.part.shape[1:] != (shape.block_m, shape.head_dim):
         raise ValueError('"ws" is smaller than programs x block_m x head_dim.')
@@ -179,5 +180,5 @@ def launch_fa_split(q, k, v, shape, out, ws: SplitWorkspace, programs: int = 132
         q, k, v, out, ws.part, ws.lse, ws.count, qk_scale, shape.n_tiles, grid,
         shape.heads_local, shape.seq_len, n_full, n_split, D=shape.head_dim,
         BLOCK_M=shape.block_m, BLOCK_N=shape.block_n, UPCAST=upcast, TMA=tma, EMU=int(emu),
-        EARLY=bool(early),
+        EARLY=bool(early), LSUM=bool(lsum),
         num_warps=num_warps, num_stages=num_stages)

@@ -45,9 +45,11 @@ class KernelConfig:
     pace_order: str = "remote-first"
     pace_branch: bool = True        # ... chunk code under a uniform if (else masked every step)
     swp: bool = False               # Q-loop software-pipelined by one KV step (P V overlaps softmax)
-    emu: int = 0                    # softmax exp2: this many of every 8 on the FMA pipe (fa_exp2)
+    emu: int = 1                    # softmax exp2: this many of every 8 on the FMA pipe (fa_exp2;
+                                    # 1 shipped since call lsum-call1, 0 the kernel before it)
     early: bool = False             # softmax: alpha and the acc rescale first (fa_qloop)
     split: bool = False             # fa-only: the last partial wave split along KV (fa_split)
+    lsum: bool = False              # softmax row sums as P @ ones on the tensor cores (fa_qloop)
 
     def __post_init__(self):
         if self.num_warps not in (1, 2, 4, 8, 16):
@@ -149,7 +151,7 @@ class Case:
                      num_stages=c.num_stages, tma=c.tma, pace=c.pace, spread=c.pace_spread,
                      stage=self.stage, order=c.pace_order if mode == fa.MODE_PACED else "default",
                      flatten=c.flatten, ws=c.ws, branch=c.pace_branch, swp=c.swp,
-                     emu=c.emu, early=c.early)
+                     emu=c.emu, early=c.early, lsum=c.lsum)
 
     def _fa_split(self):
         from . import fa_split
@@ -158,7 +160,7 @@ class Case:
         self.compiled = fa_split.launch_fa_split(
             self.q, self.k, self.v, self.shape, self.out, self._split_ws, programs=self.programs,
             num_warps=c.num_warps, num_stages=c.num_stages, tma=c.tma, emu=c.emu,
-            early=c.early)
+            early=c.early, lsum=c.lsum)
 
     def _a2a(self, src, slot):
         fa.launch_a2a_store(src, self.bufs[slot], self.shape, self.programs, self.cfg.a2a_warps)

@@ -6,6 +6,7 @@
 #   the softmax rescale first (-a), the last partial wave split along KV (-s, fa_split; 3K only),
 #   on b_m = 128 and on 64/64/4/3 x 2 per SM; then every kernel variant (fused, paced, cc) with
 #   the shipped kernel and the two best b_m = 128 candidates at 1K and 8K ("var configs: ...").
+# FA_CFGS=<comma-separated fa_explore names> replaces the configuration list.
 set -o pipefail
 total=${1:-330}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -17,6 +18,7 @@ out=${OUT:-./out}; mkdir -p "$out"
 cfgs=base,base-e1,base-e2,base-e3,base-e4,base-a,base-a-e1,base-a-e2,base-a-e3
 cfgs=$cfgs,base-s,base-e1-s,base-e2-s,base-a-e1-s,base-a-e2-s
 cfgs=$cfgs,bm64x2,bm64x2-e1,bm64x2-e2,bm64x2-a,bm64x2-a-e1,bm64x2-a-e2,bm64x2-s,bm64x2-a-e2-s
+cfgs=${FA_CFGS:-$cfgs}     # the call of the row sums on the tensor cores (-l) set FA_CFGS
 left=$(( total - SECONDS - 12 ))
 timeout $left python3 -m hwkernels.fa_explore --json "$out/exp2.json" --budget-s $(( left - 8 )) \
   --sections fa:$(( left * 6 / 10 )),var:$(( left * 4 / 10 )) --fa-ms 3072,8192,1024,6144,2048,4096,16384,12288 \

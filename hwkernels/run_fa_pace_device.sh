@@ -5,7 +5,9 @@
 #   masked on every KV step); pace_args.txt: the fastest one's fa_bench options;
 # fa-a2a.jsonl/bench.log: the full sweep, every variant, the default tile (b_m = b_n = 128,
 #   8 warps, 3 stages, TMA, one program per SM), fused-paced with the picked options;
-# ws.json/ws.log (in the time left): FA-only with Triton's Hopper warp specialization.
+# cmp.json/cmp.log (in the time left): FA-only beside cuDNN SDPA, the shipped kernel ("base",
+#   exp2 1 of 8 on the FMA pipe), the one before it ("base-e0", all exp2 on MUFU) and the
+#   split last wave ("base-e1-s", FA-only only), 8 M, every point checked before it is timed.
 set -o pipefail
 total=${1:-225}
 repeats=${2:-6}
@@ -21,9 +23,10 @@ read -r -a pace_args < "$out/pace_args.txt" || pace_args=()
 timeout $(( total - SECONDS )) python3 -m hwkernels.fa_bench --out "$out/fa-a2a.jsonl" --target host --tma \
   "${pace_args[@]}" --repeats "$repeats" > "$out/bench.log" 2>&1
 echo "fa_bench rc=$? at ${SECONDS}s"; tail -13 "$out/bench.log" | cut -c1-200
-if [ $(( total - SECONDS )) -gt 14 ]; then   # in the time left: Hopper warp specialization (FA-only)
-  timeout $(( total - SECONDS )) python3 -m hwkernels.fa_explore --json "$out/ws.json" --sections fa:$(( total - SECONDS - 8 )) \
-    --fa-ms 8192,1024 --fa-configs base,ws,wsbm64x2,bm64x2 > "$out/ws.log" 2>&1
-  echo "ws rc=$? at ${SECONDS}s"; grep -v '^{' "$out/ws.log" | cut -c1-180 | tail -10
+if [ $(( total - SECONDS )) -gt 14 ]; then   # in the time left: shipped vs before vs cuDNN (FA-only)
+  timeout $(( total - SECONDS )) python3 -m hwkernels.fa_explore --json "$out/cmp.json" --budget-s $(( total - SECONDS - 8 )) \
+    --sections fa:$(( total - SECONDS - 8 )) --fa-ms 3072,1024,8192,2048,4096,6144,12288,16384 \
+    --fa-configs base-e0,base,base-e1-s > "$out/cmp.log" 2>&1
+  echo "cmp rc=$? at ${SECONDS}s"; sed -n '/^ *config /,$p' "$out/cmp.log"
 fi
 nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv

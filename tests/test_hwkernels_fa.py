@@ -68,6 +68,14 @@ for (b, h, m, d, sp, rank, bm, bn, progs, tma) in CASES:
         fa.poison(bufs.local, bufs.remote)
         fa.launch_fa(q, k, v, shape, mode, bufs=bufs, flags=flags, swp=True, **extra, **kw)
         emit(name, fa.check_owners(ref, bufs, shape))
+    # The row sums as P @ ones (lsum) on FA-only and the paced kernel.
+    fa.poison(out)
+    fa.launch_fa(q, k, v, shape, fa.MODE_LOCAL, out=out, lsum=True, **kw)
+    emit("lsum-fa-only", fa.check_local(out, ref))
+    fa.poison(bufs.local, bufs.remote)
+    fa.launch_fa(q, k, v, shape, fa.MODE_PACED, bufs=bufs, pace=2, stage=stage,
+                 order="remote-first", lsum=True, **kw)
+    emit("lsum-fused-paced", fa.check_owners(ref, bufs, shape))
     fa.poison(bufs.local, bufs.remote)
     fa.launch_a2a_store(out, bufs, shape, programs=progs, num_warps=1)    # serial: FA then A2A
     emit("serial", fa.check_owners(ref, bufs, shape))
@@ -90,8 +98,9 @@ def test_every_variant_matches_sdpa_on_the_receiver_side(interpreted):
     names = {n.split(":")[1] for n, _, _ in interpreted}
     assert names == {"fa-only", "fused", "cc-atomic", "flags", "serial", "a2a-ce",
                      "unwritten-row-detected", "fused-paced-2", "fused-paced-8", "swp-fa-only",
-                     "swp-fused", "swp-cc-atomic", "swp-fused-paced"}
-    assert len(interpreted) == 3 * 13
+                     "swp-fused", "swp-cc-atomic", "swp-fused-paced", "lsum-fa-only",
+                     "lsum-fused-paced"}
+    assert len(interpreted) == 3 * 15
     bad = [(n, err) for n, ok, err in interpreted if not ok]
     assert not bad
     assert max(err for _, _, err in interpreted) < 2e-2

@@ -65,7 +65,8 @@ def softmax_variants():
     pytest.importorskip("triton")
     try:
         ks = {name: fa_sass.compile_offline(**kw) for name, kw in
-              (("base", {}), ("emu2", {"emu": 2}), ("early", {"early": True}))}
+              (("base", {}), ("emu2", {"emu": 2}), ("early", {"early": True}),
+               ("lsum", {"lsum": True}))}
     except Exception as exc:  # noqa: BLE001 - no ptxas / no CUDA backend here
         pytest.skip(f"cannot compile for sm_90 here: {exc}")
     return {name: {**fa_sass.inspect_cubin(k.asm["cubin"]), **fa_sass._ptxas_info(k.asm["ptx"])}
@@ -83,3 +84,11 @@ def test_rescale_first_shortens_the_tail_before_p_v(softmax_variants):
     base, early = softmax_variants["base"], softmax_variants["early"]
     assert early["mufu_tail"] < base["mufu_tail"] - 40  # 118 -> 60 here: the 64 FMUL moved up
     assert early["loop_mufu"] == base["loop_mufu"] and early["spill_bytes"] == 0
+
+
+def test_row_sums_on_the_tensor_cores_drop_the_fadd_tree(softmax_variants):
+    base, lsum = softmax_variants["base"], softmax_variants["lsum"]
+    # 64 FADD + 4 SHFL of tl.sum(p, 1) per thread per step become 8 HMMA.16816 (480 -> 425 here)
+    assert lsum["loop_instructions"] < base["loop_instructions"] - 40
+    assert lsum["loop_mufu"] == base["loop_mufu"] and lsum["rs_hazards"] == 0
+    assert lsum["spill_bytes"] == 0 and lsum["regs"] <= base["regs"] + 8

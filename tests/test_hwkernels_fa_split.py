@@ -1,6 +1,7 @@
 """FA-only with the last partial wave split along KV (hwkernels/fa_split.py): the plan, the KV
 ranges, and the kernel under Triton's CPU interpreter on tiny shapes against torch SDPA
-(2- and 3-way splits of uneven length, tiles fewer than programs, the counters reset)."""
+(2- and 3-way splits of uneven length, tiles fewer than programs, the counters reset; the second
+launch with the rescale first and the row sums as P @ ones)."""
 
 import json
 
@@ -28,7 +29,7 @@ for (b, h, m, d, sp, bm, bn, progs, tma) in CASES:
     for rep in range(2):             # the second launch reuses the counters the merges reset
         fa.poison(out)
         fa_split.launch_fa_split(q, k, v, shape, out, ws, programs=progs, num_warps=1, tma=tma,
-                                 early=bool(rep))
+                                 early=bool(rep), lsum=bool(rep))
         ok, err = fa.check_local(out, ref)
         print(json.dumps({"case": [b, h, m, bm, bn, progs], "plan": list(plan), "rep": rep,
                           "ok": ok, "err": err, "count": int(ws.count.abs().sum())}))
