@@ -25,7 +25,7 @@ from heldout_error_sources import table
 
 
 def drain_law_after(rs, platform):
-    """(R(132), K0, rms one-R, rms law, n points) on the shipped stages' drain-limited training points."""
+    """(R(132), K0, one R, its rms, the law's rms, n points) on the one-R stages' drain-limited training points."""
     recs = store_records(rs, choose_mechanism(rs, None))
     p = Points.of(split(recs).train)
     st = fit_points(p)
@@ -33,7 +33,7 @@ def drain_law_after(rs, platform):
     sel = _drain_points(p, st.drain.values[0], theta,
                         overhead_us(p, st.burst_overhead.values[0], st.grid_barrier.values[0]))
     law = stages.fit_drain_law(p.volume_bytes[sel], p.period_us[sel], p.producers[sel], REFERENCE_PRODUCERS)
-    return law.values[0], law.values[1], st.drain.rms_residual, law.rms_residual, int(sel.sum())
+    return law.values[0], law.values[1], st.drain.values[0], st.drain.rms_residual, law.rms_residual, int(sel.sum())
 
 
 def errors(rs, platform):
@@ -46,6 +46,7 @@ def errors(rs, platform):
         rows = [r for r in rep.rows if (r.where in held) == keep]
         out[name] = micro._errors(rows, "des")
         groups[name] = table([r for r in rows if "des" in r.predicted])[:10]
+        groups[name + ", by period"] = table([r for r in rows if "des" in r.predicted], by="period")[1:10]
     return out, groups
 
 
@@ -64,9 +65,9 @@ def main() -> None:
     a = ap.parse_args()
     p = resolve_platform(a.platform)
     rs = load_shipped_records(platform=p.name)
-    r, k0, rms1, rmsk, n = drain_law_after(rs, p)
+    r, k0, r1, rms1, rmsk, n = drain_law_after(rs, p)
     print(f"{p.name}: R(K) after the stages on {n} drain-limited training points: R(132) {r:.3f} GB/s, "
-          f"K0 {k0:.3f}; rms {rms1 * 100:.2f} % (one R {p.drain_rate_gbps}) -> {rmsk * 100:.2f} %")
+          f"K0 {k0:.3f}; rms {rms1 * 100:.2f} % (one R, {r1:.3f} GB/s) -> {rmsk * 100:.2f} %")
     variants = {"shipped": p, "after": dataclasses.replace(p, drain_rate_gbps=round(r, 3), drain_half_producers=round(k0, 4))}
     for name in a.only.split(","):
         e, groups = errors(rs, variants[name])
