@@ -28,11 +28,12 @@ def group(row) -> str:
     return f"{mode} K={row.producers}{b} {state}"
 
 
-def table(rows) -> list[str]:
+def table(rows, by: str = "issue") -> list[str]:
+    """The per-group lines, largest share first of ``by`` ("issue" or "period")."""
     def err(pred, meas):
         return abs(pred - meas) / meas * 100 if np.isfinite(pred) and np.isfinite(meas) and meas > 0 else np.nan
     n, periodic = len(rows), [r for r in rows if r.kind == "periodic"]
-    issue, period, signed, count = (collections.Counter() for _ in range(4))
+    issue, period, signed, signed_period, count = (collections.Counter() for _ in range(5))
     for r in rows:
         g, d, m = group(r), r.predicted["des"], r.measured
         e = err(d["issue_us"], m["issue_mean"])
@@ -41,12 +42,15 @@ def table(rows) -> list[str]:
         count[g] += 1
         if r.kind == "periodic":
             period[g] += err(d["period_us"], m["period_mean"])
+            signed_period[g] += (d["period_us"] - m["period_mean"]) / m["period_mean"] * 100
     out = [f"{n} points ({len(periodic)} periodic): mean-issue MAPE {sum(issue.values()) / n:.2f} %, "
            f"period MAPE {sum(period.values()) / max(len(periodic), 1):.2f} %",
-           f"{'group':36s} {'n':>3s} {'mean-issue pts':>14s} {'signed mean %':>13s} {'period pts':>10s}"]
-    for g, v in sorted(issue.items(), key=lambda x: -x[1]):
+           f"{'group':36s} {'n':>3s} {'mean-issue pts':>14s} {'signed mean %':>13s} {'period pts':>10s} {'signed period %':>15s}"]
+    for g, v in sorted(issue.items(), key=lambda x: -(x[1] if by == "issue" else period[x[0]])):
+        n_per = sum(r.kind == "periodic" and group(r) == g for r in rows)
         out.append(f"{g:36s} {count[g]:3d} {v / n:14.2f} {signed[g] / count[g]:+13.1f} "
-                   f"{period[g] / max(len(periodic), 1):10.2f}")
+                   f"{period[g] / max(len(periodic), 1):10.2f} "
+                   + (f"{signed_period[g] / n_per:+15.1f}" if n_per else f"{'-':>15s}"))
     return out
 
 

@@ -76,6 +76,7 @@ class FitResult:
     threads_fit: dict = field(default_factory=dict)   # the threads-per-CTA term (calibration.threads)
     free_running_fit: dict = field(default_factory=dict)  # IssueModel.free_running_factor's fit
     drain_law: StageFit | None = None   # R(K) = R K/(K + K0), when it passed its rule (drain_half_producers)
+    drain_law_mode: str = "off"         # how R(K) was fitted (fit_points): "k" fed back, "after" not
 
     @property
     def drain_half_producers(self) -> float | None:
@@ -196,7 +197,22 @@ def _drain_stage(p: Points, sel: np.ndarray, drain_law: bool) -> tuple[StageFit,
     return drain, None
 
 
-def fit_points(p: Points, drain_law: bool = False) -> Stages:
+DRAIN_LAWS = ("off", "k", "after")
+
+
+def _drain_law_mode(drain_law) -> str:
+    """``drain_law``: "off" (one R), "k" (R(K) fed back into every stage), "after" (R(K) fitted on the
+    one-R stages' own drain-limited points once they have converged, fed back into none of them); a
+    bool is "k" / "off" (older callers)."""
+    mode = {True: "k", False: "off"}.get(drain_law, drain_law) if isinstance(drain_law, bool) else drain_law
+    if mode not in DRAIN_LAWS:
+        raise FitError(f'"drain_law" must be one of {", ".join(DRAIN_LAWS)}, got {drain_law!r}')
+    return mode
+
+
+def fit_points(p: Points, drain_law="off") -> Stages:
+    """Every stage on the points ``p``. ``drain_law``: see :func:`_drain_law_mode`."""
+    mode = _drain_law_mode(drain_law)
     r, theta, knees = _start(p)
     model, k0 = None, None
     for _ in range(stages.ITERATIONS):
@@ -207,13 +223,15 @@ def fit_points(p: Points, drain_law: bool = False) -> Stages:
         theta = np.asarray(issue.values)
         loop, barrier = _overheads(p, rates, theta, q)
         sel = _drain_points(p, rates, theta, overhead_us(p, loop.values[0], barrier.values[0]))
-        drain, law = _drain_stage(p, sel, drain_law)
+        drain, law = _drain_stage(p, sel, mode == "k")
         r, k0 = (drain.values[0], None) if law is None else (law.values[0], law.values[1])
         knee_fits = _knee_fits(p, _rates(p, r, k0), theta)
         knees = {k: f.value("capacity_mib") * MIB for k, f in knee_fits.items()}  # bytes
         if not knees:
             raise FitError("no isolated burst is past the knee: Q cannot be fitted (larger bursts needed)")
         model, cap_fit = stages.capacity_model(knees)
+    if mode == "after":   # the last iteration's drain-limited points: the ones R was fitted on
+        law = _drain_stage(p, sel, True)[1]
     return Stages(drain, issue, knee_fits, cap_fit, model, loop, barrier, law)
 
 
@@ -268,9 +286,10 @@ def _baselines(rs: RecordSet) -> dict[str, float]:
 
 
 def fit_records(rs: RecordSet, mechanism: str | None = None, statistic: str = "mean",
-                drain_law: bool = False) -> FitResult:
+                drain_law="off") -> FitResult:
     """Calibrate once: one parameter set from the training part of the chosen mechanism's records.
-    ``drain_law``: also try R(K) = R K/(K + K0) (taken by its 20 % rule; off for the shipped profiles)."""
+    ``drain_law``: also try R(K) = R K/(K + K0), taken by its 20 % rule, fed back into every stage ("k")
+    or fitted after them for the DES and the free-running factor only ("after"); :func:`_drain_law_mode`."""
     if statistic not in STATISTICS:
         raise FitError(f'"statistic" must be one of {", ".join(STATISTICS)}, got {statistic!r}')
     mech = choose_mechanism(rs, mechanism)
@@ -290,4 +309,5 @@ def fit_records(rs: RecordSet, mechanism: str | None = None, statistic: str = "m
     issue, free_fit = fit_free_running_factor(train, issue, _rates(train, r, k0))
     return FitResult(mech, threads, statistic, r, issue, st.capacity_model,
                      st.drain, st.issue, st.knee_fits, st.capacity, st.burst_overhead, st.grid_barrier, sp,
-                     rs.sha256, _mechanism_drains(rs, mech, r), _baselines(rs), threads_fit, free_fit, st.drain_law)
+                     rs.sha256, _mechanism_drains(rs, mech, r), _baselines(rs), threads_fit, free_fit, st.drain_law,
+                     _drain_law_mode(drain_law))

@@ -140,7 +140,10 @@ def _drain_law(fit: FitResult) -> dict:
                                "rms_residual_one_rate": fit.drain.rms_residual,
                                "method": "R(K) = R [K/(K + K0)] / [132/(132 + K0)] on the same drain-limited points "
                                          "as R, taken because it cuts the one-R rms residual by 20 % "
-                                         "(calibration/fit.py); drain_rate_gbps is then R(132)"}}
+                                         "(calibration/fit.py); drain_rate_gbps is then R(132)"
+                                         + ("; fitted after the one-R stages (knees, plateau, costs), which "
+                                            "keep R, and used by the DES, the closed forms and the "
+                                            "free-running factor" if fit.drain_law_mode == "after" else "")}}
 
 
 def build_profile(fit: FitResult, rs: RecordSet, name: str, description: str = "", weights=None,

@@ -110,9 +110,24 @@ def test_drain_law_is_taken_only_by_its_rule(tmp_path):
     assert on.drain_half_producers == pytest.approx(8.0, rel=0.3)
     assert on.drain_rate_gbps == pytest.approx(truth.drain_rate_gbps, rel=0.02)   # R at K = 132
     assert on.drain_law.rms_residual < 0.8 * on.drain.rms_residual
+    after = fit_records(rs, drain_law="after")
+    assert after.drain_law_mode == "after" and on.drain_law_mode == "k" and off.drain_law_mode == "off"
+    assert after.drain_half_producers == pytest.approx(8.0, rel=0.3)
+    assert after.drain_law.rms_residual < 0.8 * after.drain.rms_residual
+    # fitted after the stages: R, the knees and T_iss0 are the one-R fit's, only the law is added
+    assert after.drain.values == off.drain.values and after.issue.values == off.issue.values
+    assert {k: f.values for k, f in after.knee_fits.items()} == {k: f.values for k, f in off.knee_fits.items()}
+    assert after.drain_rate_gbps == after.drain_law.values[0] != off.drain_rate_gbps
+
+
+def test_drain_law_mode_is_checked(fitted):
+    rs, _ = fitted
+    with pytest.raises(FitError, match='"drain_law" must be one of off, k, after'):
+        fit_records(rs, drain_law="sometimes")
 
 
 def test_drain_law_is_not_taken_where_r_does_not_depend_on_k(fitted):
     rs, fit = fitted
-    again = fit_records(rs, drain_law=True)
-    assert again.drain_law is None and again.drain_rate_gbps == fit.drain_rate_gbps
+    for mode in (True, "after"):
+        again = fit_records(rs, drain_law=mode)
+        assert again.drain_law is None and again.drain_rate_gbps == fit.drain_rate_gbps

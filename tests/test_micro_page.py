@@ -18,8 +18,8 @@ def test_headline_on_the_shipped_records_closed_form():
     if rs is None:
         pytest.skip("no shipped records")
     rows = {h.quantity: h.value for h in headline(micro.build(rs, resolve_platform("h200-nvlink-x2"), des=False))}
-    assert rows["R, drain rate"].startswith("360 GB/s (95% CI 354–366 GB/s")
+    assert rows["R, drain rate"].startswith("367 GB/s (95% CI 366–369 GB/s")   # R(132) of the R(K) law
     assert rows["Q(K=132), capacity"].startswith("2.37 MiB (knee 2.38 MiB, 95% CI")
-    assert rows["T_iss0(K=132, B=32 KiB)"] == "0.539 µs" and rows["copy-engine ratio"] == "0.921"
+    assert rows["T_iss0(K=132, B=32 KiB)"] == "0.539 µs" and rows["copy-engine ratio"] == "0.928"
     aligned = rows["held-out aligned, mode-aware closed form (n=80)"]
-    assert aligned.startswith("period 9.9% · mean issue 7.7%") and "p90" not in aligned  # no tails without the DES
+    assert aligned.startswith("period 9.96% · mean issue 7.22%") and "p90" not in aligned  # no tails without the DES

@@ -99,8 +99,11 @@ def test_drain_half_producers_is_optional_round_trips_and_is_checked():
     import dataclasses
 
     from xsim.platform import Platform, ProfileError, resolve_platform
-    base = resolve_platform("h200-nvlink-x2")
+    base = resolve_platform("h200-pcie-host")   # its R does not depend on K: no law taken
     assert base.drain_half_producers is None and "drain_half_producers" not in base.to_dict()
+    nvlink = resolve_platform("h200-nvlink-x2")  # calibrate's default --drain-law after took it
+    assert nvlink.drain_half_producers > 0 and "drain_half_producers" in nvlink.to_dict()
+    assert nvlink.drain_rate_for(16) < nvlink.drain_rate_for(132) == pytest.approx(nvlink.drain_rate_gbps, rel=1e-15)
     assert base.drain_rate_for(16) == base.drain_rate_gbps == base.effective_drain_rate_gbps(1, 16)
     law = dataclasses.replace(base, drain_half_producers=1.5)
     again = Platform.from_dict(law.to_dict())

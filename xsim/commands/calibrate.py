@@ -27,9 +27,11 @@ def add_parser(sub):
                    help="also fit a per-burst capacity share of aligned bursts (calibration/spread.py): on the "
                         "weight trace with e refitted (trace), or on every isolated aligned trace of its K with e "
                         "held (set); off (default) fits none")
-    p.add_argument("--drain-law", choices=("off", "k"), default="off",
-                   help="k: also fit R(K) = R K/(K + K0) and take it if it cuts the one-R residual by 20 %% "
-                        "(default off: R for every K, the shipped profiles)")
+    p.add_argument("--drain-law", choices=("off", "k", "after"), default="after",
+                   help="R(K) = R K/(K + K0), taken if it cuts the one-R residual by 20 %%: after (default, the "
+                        "shipped profiles): fitted on the one-R stages' drain-limited points once they have "
+                        "converged, used by the DES and the closed forms, fed back into no stage; k: fed back "
+                        "into every stage; off: one R for every K")
     p.add_argument("--loadgate", metavar="RECORDS.jsonl", default=None,
                    help="loadgate records for the load gate (default: NAME-loadgate.jsonl beside the first records file)")
     p.add_argument("--no-loadgate", action="store_true", help="fit no load gate (the profile has none)")
@@ -136,7 +138,7 @@ def run(args) -> int:
     check_output(args.output, "profile")  # before the fit: `-o RECORDS` must not cost the measurements
     gate_rs = _loadgate_records(args, rs)
     try:
-        fit = fit_records(rs, args.mechanism, args.statistic, drain_law=args.drain_law == "k")
+        fit = fit_records(rs, args.mechanism, args.statistic, drain_law=args.drain_law)
     except FitError as exc:
         raise RecordError(f"cannot fit {', '.join(Path(r).name for r in args.records)}: {exc}") from None
     name = args.name or Path(args.output).stem

@@ -61,10 +61,13 @@ def headline(rep: MicroReport) -> list[Headline]:
     p, s = rep.platform, rep.summary
     fit = (p.provenance or {}).get("fit", {})
     rows = []
-    ci = _ci(fit, "drain_rate", "drain_rate_gbps")
+    law = "drain_rate_law" in fit   # R(K): drain_rate_gbps is R(132), its CI the law's
+    ci = _ci(fit, "drain_rate_law" if law else "drain_rate", "drain_rate_gbps")
     rows.append(Headline("R, drain rate", format_gbps(p.drain_rate_gbps)
                          + (f" (95% CI {_range(*ci, format_gbps)})" if ci else ""),
-                         "fitted on zero-gap, drain-limited periods: T_period = V/R (eq. 1)"))
+                         "fitted on zero-gap, drain-limited periods: T_period = V/R (eq. 1)"
+                         + (f"; R(K) = R K/(K + K0) at K = {REFERENCE_PRODUCERS}, K0 = {p.drain_half_producers:.3g}"
+                            if law and p.drain_half_producers is not None else "")))
     k = REFERENCE_PRODUCERS
     knees = fit.get("capacity_knees") or {}
     knee = knees.get(str(k)) or knees.get(k)
