@@ -38,8 +38,7 @@ from xsim.platform import resolve_platform
 from xsim.report import moe as rep
 
 RERUN = "calibration/records/repeats/h200-pcie-host-moe-kernels-1907a2c.jsonl"
-LEVEL = {"compute": "contention", "hbm_share": "inflight", "contention_spread": "work",
-         "contention_anchor": "ratio", "contention_cv": "residual", "hbm_tbps": 3.8}   # branch moefid's option
+LEVEL = rep.PREDICTED_LEVEL   # branch moefid's option (xsim report --moe-level predicted)
 SEEDS4 = {"spread_seeds": 4}
 # the Combine's sustained drain rate over the profile's R: the segment-stride microbenchmark's
 # row patterns (repeats/h200-pcie-host-micro-segments-e1cf401.jsonl: 50.97 GB/s, mean of 9) / 52.37
@@ -137,7 +136,9 @@ def variant_row(name, rows) -> tuple[str, str]:
     row = (f"| {name} | {h['max']:.3f} ({h['worst'].removeprefix('moe1-')}) | {h['within']} | {h['mean']:.3f} | "
            f"{h['mape']:.2f} % | {lo['max']:.3f} | {lo['within']} | {lo['mape']:.2f} % | {li['max']:.3f} | "
            f"{li['within']} | {li['mean']:.3f} |")
-    per = " ".join(f"{c.removeprefix('moe1-')} {r['host'][0] / r['host'][1] - r['meas'][0] / r['meas'][1]:+.3f}"
+    sp = lambda v: v[0] / v[1]  # noqa: E731
+    per = " ".join(f"{c.removeprefix('moe1-')} {sp(r['host']) - sp(r['meas']):+.3f} "
+                   f"({sp(r['host']) - sp(r['local']) - sp(r['meas']) + sp(r['meas_local']):+.3f})"
                    for c, r in rows.items())
     return row, f"- {name}: {per}"
 
@@ -159,7 +160,8 @@ def main() -> None:
              *cost_table(rs, platform, {}, None), "",
              "The same, the DES with the predicted level and the stall gate (seed 0)",
              *cost_table(rs, platform, LEVEL, "stall"), "",
-             "2. Variants, shipped records (per-config host speedup errors, predicted - measured, below the table)",
+             "2. Variants, shipped records (below the table: per config the host speedup error, predicted - measured, "
+             "and in brackets the link share)",
              *HEADER]
     print("\n".join(lines), flush=True)
     per_config, timing = [], []
