@@ -33,8 +33,7 @@ from xsim.moe.tiles import L1, L2
 from xsim.platform import resolve_platform
 from xsim.report import moe as rep
 
-LEVEL = {"compute": "contention", "hbm_share": "inflight", "contention_spread": "work",
-         "contention_anchor": "ratio", "contention_cv": "residual", "hbm_tbps": 3.8}
+LEVEL = rep.PREDICTED_LEVEL   # xsim report --moe-level predicted
 SEEDS4 = {"spread_seeds": 4}
 VARIANTS = [   # (name, builder params)
     ("shipped: layer pool, spread seeds 0-3", SEEDS4),

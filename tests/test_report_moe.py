@@ -1,10 +1,12 @@
 """xsim report --experiment moe on records these tests write (test data, never shipped)."""
 
 import json
+import math
 
 import pytest
 
 from xsim.cli import main
+from xsim.moe.contention_model import GEMM_ONLY
 
 PLATFORM = {"gpu": "test-gpu", "gpu_count": 1, "sms": 132, "driver": "test", "link": "test"}
 SMALL = {"tokens": 256, "hidden": 512, "intermediate": 256, "experts": 8, "topk": 2}
@@ -122,4 +124,29 @@ def test_moe_report_averages_spread_seeds(capsys, tmp_path):
     assert main(base) == 0
     assert json.loads(capsys.readouterr().out)["experiments"]["moe"]["spread_seeds"] == [0, 3]   # the default: 4
     assert main([*base, "--moe-spread-seeds", "0"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_moe_report_predicted_level(capsys, tmp_path, monkeypatch):
+    from xsim.report import moe
+
+    path = write_records(tmp_path / "test-moe.jsonl")
+    with open(path, "a") as fh:   # the pre-pass's tensor-core times come from GEMM-only mainloops of the shape
+        for kind, t in (("l1", 6.0), ("l2", 3.0)):
+            p = {"source": GEMM_ONLY, "precision": "bf16", "block_m": 128, "block_n": 128, "kind": kind, "m": 256,
+                 "hidden": 512, "intermediate": 256, "k_dim": 512 if kind == "l1" else 256}
+            fh.write(json.dumps(record("mainloop", p, {"mainloop_us": stats(t)})) + "\n")
+    seen, simulate = [], moe.builder.simulate
+    monkeypatch.setattr(moe.builder, "simulate", lambda params, *a, **k: seen.append(params) or simulate(params, *a, **k))
+    base = ["report", "--experiment", "moe", "--records", path, "--platform", "paper-8gpu", "--json",
+            "--moe-spread-seeds", "1"]
+    assert main(base) == 0
+    assert json.loads(capsys.readouterr().out)["experiments"]["moe"]["moe_level"] == "records"
+    assert seen and all(p["compute"] == "auto" for p in seen)
+    seen.clear()
+    assert main([*base, "--moe-level", "predicted"]) == 0
+    doc = json.loads(capsys.readouterr().out)["experiments"]["moe"]
+    assert doc["moe_level"] == "predicted" and doc["n_configs"] == 2 and math.isfinite(doc["speedup_abs_err_max"])
+    assert len(seen) == 2 and all(p[k] == v for p in seen for k, v in moe.PREDICTED_LEVEL.items())
+    assert main([*base, "--moe-level", "measured"]) == 2
     assert capsys.readouterr().err.count("\n") == 1

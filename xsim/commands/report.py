@@ -61,6 +61,9 @@ def add_parser(sub):
                    help="moe: the first spread seed (default 0)")
     p.add_argument("--moe-mainloop-pool", choices=("layer", "shape", "schedule"),
                    help="moe: which records give the mean mainloops (default: the scenario's)")
+    p.add_argument("--moe-level", choices=("records", "predicted"), default="records",
+                   help="moe: each schedule's compute level from the layer's records (default) or predicted from "
+                        "the tile streams (the contention pre-pass: compute = contention, inflight, 3.8 TB/s)")
     add_platform_options(p)
     add_json_option(p)
     return p
@@ -97,7 +100,7 @@ def _moe(rs, platform, args) -> Built:
 
     rep = moe.build(rs, platform, des=not args.no_des, paper_des=args.paper_des and not args.no_des,
                     compute=args.moe_compute, spread_seeds=args.moe_spread_seeds, spread_seed=args.moe_spread_seed,
-                    mainloop_pool=args.moe_mainloop_pool)
+                    mainloop_pool=args.moe_mainloop_pool, level=args.moe_level)
 
     def tables():
         rows = [[r.config, r.routing, r.measured["wave"]["kernel_us"], r.measured["interleaved"]["kernel_us"],

@@ -147,15 +147,23 @@ def batched_gemm(points: list[dict]) -> dict:
 
 
 SPREAD_SEEDS = 4   # the report's prediction: the mean kernel time over this many spread seeds
+# ``level = "predicted"``: each schedule's compute level predicted from the tile streams (branch moefid,
+# docs/moe.md "The per-schedule level predicted from the tile streams"), an option
+PREDICTED_LEVEL = {"compute": "contention", "hbm_share": "inflight", "contention_spread": "work",
+                   "contention_anchor": "ratio", "contention_cv": "residual", "hbm_tbps": 3.8}
+LEVELS = ("records", "predicted")
 
 
 def build(rs, platform: Platform, des: bool = True, paper_des: bool = False,
           engine: str = "fast", compute: str | None = None, spread_seeds: int | None = None,
-          spread_seed: int = 0, mainloop_pool: str | None = None) -> MoEReport:
+          spread_seed: int = 0, mainloop_pool: str | None = None, level: str = "records") -> MoEReport:
     """Every measured config beside its prediction, the GEMM check, the paper's Table 2 rows
     (``compute``, ``mainloop_pool``: the builder's for every config instead of the scenario's;
     ``spread_seeds`` seeds from ``spread_seed`` on, default :data:`SPREAD_SEEDS`, averaged: a
-    prediction that is one draw of the per-tile spread is itself noisy)."""
+    prediction that is one draw of the per-tile spread is itself noisy; ``level`` "predicted":
+    :data:`PREDICTED_LEVEL` for every config, before ``compute`` and ``mainloop_pool``)."""
+    if level not in LEVELS:
+        raise ValueError(f'"level" must be one of {", ".join(LEVELS)}, got {level!r}')
     mainloops = [r.data for r in rs.select("moe", "mainloop")]
     measured = _measured(rs.select("moe", "kernel"))
     local = _measured(rs.select("moe", "kernel_local"))
@@ -165,6 +173,8 @@ def build(rs, platform: Platform, des: bool = True, paper_des: bool = False,
         if not all(s in m for s in SCHEDULES):
             continue
         params = _params(config, m)
+        if level == "predicted":
+            params.update(PREDICTED_LEVEL)
         if compute is not None:
             params["compute"] = compute
         if mainloop_pool is not None:
@@ -183,6 +193,7 @@ def build(rs, platform: Platform, des: bool = True, paper_des: bool = False,
     paper = paper_table2(paper_des, engine)
     summary = _summary(rows, gemm, paper, platform, mainloops, des)
     summary.update(batched_gemm(_gemm(rs.select("moe", "gemm_batched"))))
+    summary["moe_level"] = level
     summary["spread_seeds"] = [spread_seed, spread_seed + (SPREAD_SEEDS if spread_seeds is None else spread_seeds) - 1]
     return MoEReport(platform, rows, gemm, paper, summary)
 
