@@ -48,16 +48,14 @@ def fig11(s: Series, platform_name: str, relative: bool = True) -> go.Figure:
         fig.add_trace(go.Scatter(x=m, y=atomic, mode="markers",
                                  marker=dict(size=7, color="#d62728", symbol="diamond-open"),
                                  name="measured cc E_cc (release atomic)"))
-    m_ub = s.summary.get("m_ub_star_predicted")
-    if m_ub:
-        fig.add_vline(x=m_ub, line=dict(color="black", dash="dashdot"), annotation_text="M_ub* predicted")
     des = (s.summary.get("m_ub_star_predicted_by_model") or {}).get("des")
-    if des:
-        fig.add_vline(x=des, line=dict(color="purple", dash="dash"), annotation_text="DES threshold",
-                      annotation_position="bottom right")
-    meas = s.summary.get("m_ub_star_measured")
-    if meas:
-        fig.add_vline(x=meas, line=dict(color="green", dash="dot"), annotation_text="measured threshold")
+    for x, color, dash, name in ((s.summary.get("m_ub_star_predicted"), "black", "dashdot", "M_ub* predicted (eq. 20)"),
+                                 (des, "purple", "dash", "threshold predicted (DES)"),
+                                 (s.summary.get("m_ub_star_measured"), "green", "dot", "threshold measured")):
+        if x:   # a vertical line, named in the legend (PNG exports drop vline annotations)
+            fig.add_vline(x=x, line=dict(color=color, dash=dash))
+            fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", line=dict(color=color, dash=dash),
+                                     name=f"{name}: {x:.0f}"))
     k = s.key
     what = "residual over FA-only time" if relative else "residual (us)"
     fig.update_layout(title=f"Fig. 11 on {platform_name}: {what} (d={k['head_dim']}, "
