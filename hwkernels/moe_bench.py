@@ -20,7 +20,7 @@ into a device buffer of the same [tokens, topk, hidden] layout, so no link is in
 one per config x schedule x tile kind) of the fused kernel's own per-tile times: the
 mainloop, and for L1 its fixed costs (wait before the mainloop, nothing to wait for; the
 activation store; the release), for L2 the local Combine store. These carry no link
-information: xsim.moe.compute prefers them over the GEMM-only records.
+information: xsim.moe.compute_fit prefers them over the GEMM-only records.
 --target host: one process (ep = 1). --target peer, N >= 2 ranks under torchrun: EP = N as
 moe_dist.py says (Dispatch all-to-all outside the timed kernel, Combine into each token's
 rank's buffer, each rank checks what it received; per-trial kernel time = max over ranks; rank
