@@ -42,7 +42,7 @@ SHAPE = dict(batch=1, heads=32, head_dim=128, block_m=128, block_n=128)
 def our_qloop(paths) -> tuple[QLoop, str]:
     """The Q-loop fitted once on the FA-only records of our d = 128 series (one GPU, host)."""
     from calibration.records import load_records, parse_texts, shipped_record_files
-    from xsim.report.fa_a2a import collect
+    from xsim.report.fa_a2a_points import collect
 
     if paths:
         rs = load_records(paths)

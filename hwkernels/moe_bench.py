@@ -20,7 +20,7 @@ into a device buffer of the same [tokens, topk, hidden] layout, so no link is in
 one per config x schedule x tile kind) of the fused kernel's own per-tile times: the
 mainloop, and for L1 its fixed costs (wait before the mainloop, nothing to wait for; the
 activation store; the release), for L2 the local Combine store. These carry no link
-information: xsim.moe.compute prefers them over the GEMM-only records.
+information: xsim.moe.compute_fit prefers them over the GEMM-only records.
 --target host: one process (ep = 1). --target peer, N >= 2 ranks under torchrun: EP = N as
 moe_dist.py says (Dispatch all-to-all outside the timed kernel, Combine into each token's
 rank's buffer, each rank checks what it received; per-trial kernel time = max over ranks; rank
@@ -33,7 +33,7 @@ import sys
 import time
 from dataclasses import replace
 
-from . import moe, moe_dist, records
+from . import moe, moe_dist, moe_reference, records
 from .moe_stamps import FUSED_RECORD_STATS, kernel_samples
 from .moe_bench_gemm import gemm_phase, read_settings, tune, write_settings
 from .moe_catalog import load_configs
@@ -200,7 +200,7 @@ def run_kernel(b: Bench, cfg, data, lay, ref, out, cpu_out, schedule, signal=0,
         return rk.pool(samples)
 
     def check(_res):
-        ok, err = moe.check(out, ref)
+        ok, err = moe_reference.check(out, ref)
         if cpu_out is None:                                  # local Combine: device memory
             return ok, err
         probe = int(lay.row_token[0]), int(lay.row_slot[0])   # host bytes really written
@@ -242,10 +242,10 @@ def _one_config(b: Bench, i, cfg, cache, signal_too):
         key = (s.hidden, s.intermediate, s.experts, s.tokens, s.precision, cfg.seed)
         if key not in cache:
             cache.clear()
-            cache[key] = moe.make_inputs(s, cfg.seed, b.device)
+            cache[key] = moe_reference.make_inputs(s, cfg.seed, b.device)
         data = cache[key]
         lay = expert_layout(s, route(s, cfg.routing, cfg.skew, cfg.seed))
-        ref = moe.reference(data, lay, s.topk)
+        ref = moe_reference.reference(data, lay, s.topk)
         out, cpu_out, _buf = (_local_out if local else _host_out)(s, b.device)
     order = ("wave", "interleaved") if i % 2 == 0 else ("interleaved", "wave")
     kind = "kernel_local" if local else "kernel"

@@ -19,7 +19,7 @@ import sys
 
 import numpy as np
 
-from . import moe
+from . import moe, moe_reference
 from .moe_catalog import load_configs
 
 
@@ -39,7 +39,8 @@ def _ref_act(data, lay):
             h = x @ (data.w1[e].t().float() * sc[2 + e])
             inter = h.shape[1] // 2
             act = torch.nn.functional.silu(h[:, :inter]) * h[:, inter:]
-            q = (act / sc[1]).clamp(-moe.FP8_MAX, moe.FP8_MAX).to(torch.float8_e4m3fn)
+            fp8_max = moe_reference.FP8_MAX
+            q = (act / sc[1]).clamp(-fp8_max, fp8_max).to(torch.float8_e4m3fn)
             out[r0:r1] = q.float()
     return out
 
@@ -75,9 +76,9 @@ def diagnose(cfg, acc_pairs, sms: int, device) -> list[dict]:
     from .moe_bench import SETTINGS
 
     s = cfg.shape
-    data = moe.make_inputs(s, cfg.seed, device)
+    data = moe_reference.make_inputs(s, cfg.seed, device)
     lay = expert_layout(s, route(s, cfg.routing, cfg.skew, cfg.seed))
-    ref = moe.reference(data, lay, s.topk)
+    ref = moe_reference.reference(data, lay, s.topk)
     tol = 2e-2 * float(ref.abs().max())
     table = schedule_table(s, lay, "wave", n_streams=sms)
     base = SETTINGS[s.precision]

@@ -124,8 +124,8 @@ def own_tokens(shape: MoEShape, seed: int, rank: int, device):
 
 
 def group_weights(shape: MoEShape, seed: int, group: int, device):
-    """bf16 w1 [E/N, 2I, H] and w2 [E/N, H, I] (K-major, as moe.MoEData) of rank ``group``'s
-    experts, global expert e from its own generator (the same bits on every rank)."""
+    """bf16 w1 [E/N, 2I, H] and w2 [E/N, H, I] (K-major, as moe_reference.MoEData) of rank
+    ``group``'s experts, global expert e from its own generator (the same bits on every rank)."""
     import torch
 
     e_local, h, inter = shape.experts_local, shape.hidden, shape.intermediate
@@ -139,11 +139,11 @@ def group_weights(shape: MoEShape, seed: int, group: int, device):
 
 
 def group_data(shape: MoEShape, seed: int, group: int, x, sx: float, sa: float):
-    """moe.MoEData of rank ``group``'s experts reading token rows ``x`` (already in the kernel's
-    dtype; fp8: quantized with scale sx)."""
+    """moe_reference.MoEData of rank ``group``'s experts reading token rows ``x`` (already in the
+    kernel's dtype; fp8: quantized with scale sx)."""
     import torch
 
-    from .moe import MoEData, _quantize
+    from .moe_reference import MoEData, _quantize
 
     w1, w2 = group_weights(shape, seed, group, x.device)
     if shape.precision == "bf16":
@@ -158,7 +158,7 @@ def kernel_tokens(shape: MoEShape, x, ranks) -> tuple[object, float]:
     """(x in the kernel's dtype, sx): bf16 as is; fp8 e4m3 with the scale max over ranks."""
     import torch
 
-    from .moe import FP8_MAX
+    from .moe_reference import FP8_MAX
 
     if shape.precision == "bf16":
         return x, 1.0
@@ -189,7 +189,7 @@ def dispatch(shape: MoEShape, plan: DispatchPlan, x_own, ranks):
 
 def rank_inputs(shape: MoEShape, routing: Routing, seed: int, ranks):
     """(kernel MoEData with the Dispatch's receive buffer as x, own x in the kernel's dtype)."""
-    from .moe import FP8_MAX, MoEData, _act_amax
+    from .moe_reference import FP8_MAX, MoEData, _act_amax
 
     x, sx = kernel_tokens(shape, own_tokens(shape, seed, ranks.rank, ranks.device), ranks)
     plan = dispatch_plan(shape, routing.topk_ids, ranks.rank)
@@ -206,12 +206,12 @@ def rank_inputs(shape: MoEShape, routing: Routing, seed: int, ranks):
 
 def own_reference(shape: MoEShape, routing: Routing, rank: int, x_own, scales, seed: int):
     """[tokens, topk, H] float32: slot (t, k) of this rank's token t = w[t,k] * FFN_e(x[t]),
-    e on any rank (moe.reference, one rank's group of experts at a time)."""
+    e on any rank (moe_reference.reference, one rank's group of experts at a time)."""
     import torch
 
     from xsim.moe.layout import expert_layout
 
-    from .moe import reference
+    from .moe_reference import reference
 
     sx, sa = (float(v) for v in scales[:2].tolist())
     own = own_routing(shape, routing, rank)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import moe
+from . import moe, moe_reference
 from .moe_stamps import tile_times
 from .stats import summarize
 
@@ -28,7 +28,7 @@ class GemmProblem:
     shape: object          # xsim MoEShape, experts = topk = 1, tokens = m
     layout: object
     tables: dict           # "l1" | "l2" -> table with only that kind's tiles
-    data: moe.MoEData
+    data: moe_reference.MoEData
     act_in: object = None  # the L2 path's fixed input activation (made on first use)
     sa_l1: float = 1.0     # fp8: the L1 path's activation scale (make_inputs')
     sa_l2: float = 1.0     # fp8: the scale of act_in (the L2 path's input)
@@ -80,7 +80,7 @@ def gemm_problem(hidden: int, intermediate: int, m: int, precision: str, seed: i
                                experts=experts),
               "l2": gemm_table(1, n_mb, shape.l2_nblocks, n_streams, shape.l1_nblocks,
                                experts=experts)}
-    data = moe.make_inputs(shape, seed, device)
+    data = moe_reference.make_inputs(shape, seed, device)
     return GemmProblem(shape, lay, tables, data, sa_l1=float(data.scales[1]))
 
 
@@ -170,7 +170,7 @@ def _checked_run(p: GemmProblem, path: str, config: moe.KernelConfig):
             g = torch.Generator(device=d.x.device).manual_seed(7)
             act = torch.randn(s.tokens, s.intermediate, generator=g, device=d.x.device)
             if fp8:
-                p.sa_l2 = float(act.abs().max()) / moe.FP8_MAX
+                p.sa_l2 = float(act.abs().max()) / moe_reference.FP8_MAX
                 act = (act / p.sa_l2).to(torch.float8_e4m3fn)
             p.act_in = act.to(fused.act.dtype)
         fused.act.copy_(p.act_in)

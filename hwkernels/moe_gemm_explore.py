@@ -28,7 +28,7 @@ from dataclasses import asdict, replace
 
 import numpy as np
 
-from . import moe
+from . import moe, moe_reference
 
 ROWS = (1024, 4096)
 
@@ -165,9 +165,9 @@ def fused_section(x: Explore):
             if x.over():
                 continue
             s = cfg.shape
-            data = moe.make_inputs(s, cfg.seed, x.device)
+            data = moe_reference.make_inputs(s, cfg.seed, x.device)
             lay = expert_layout(s, route(s, cfg.routing, cfg.skew, cfg.seed))
-            ref = moe.reference(data, lay, s.topk)
+            ref = moe_reference.reference(data, lay, s.topk)
             out = torch.empty(s.tokens, s.topk, s.hidden, dtype=torch.bfloat16, device=x.device)
             for name in FUSED_VARIANTS[precision]:
                 kc = _variants()[precision][name]
@@ -192,13 +192,13 @@ def fused_point(row: dict, s, lay, schedule: str, n_streams: int, data, out, ref
         out.fill_(float("nan"))
         fused.launch()
         fused.finish()
-        ok, err = moe.check(out, ref)
+        ok, err = moe_reference.check(out, ref)
         row |= {"ok": ok, "err_over_tol": err / tol, "resources": fused.resources}
         if ok:
             us = [_events_us(fused.enqueue, fused.prepare) for _ in range(5)]
             fused.finish()
             row["kernel_us"] = float(np.median(us))
-            ok, err = moe.check(out, ref)     # the timed runs' output too
+            ok, err = moe_reference.check(out, ref)     # the timed runs' output too
             row["ok"] = ok
     except Exception as e:  # noqa: BLE001 (a variant that does not compile, fit or check)
         row |= {"ok": False, "error": f"{type(e).__name__}: {e}"[:400]}

@@ -17,7 +17,7 @@ batched: an additional diagnostic beside the single-expert ratios (never replaci
 
 from dataclasses import replace
 
-from . import moe
+from . import moe_reference
 from .moe_bench import SETTINGS
 
 BATCH_ROWS = 32768            # E x m rows per batched launch at most
@@ -69,9 +69,9 @@ def cta_fused_section(x):
             if x.over():
                 continue
             s0 = cfg.shape
-            data = moe.make_inputs(s0, cfg.seed, x.device)
+            data = moe_reference.make_inputs(s0, cfg.seed, x.device)
             routing = route(s0, cfg.routing, cfg.skew, cfg.seed)
-            ref = moe.reference(data, expert_layout(s0, routing), s0.topk)
+            ref = moe_reference.reference(data, expert_layout(s0, routing), s0.topk)
             out = torch.empty(s0.tokens, s0.topk, s0.hidden, dtype=torch.bfloat16,
                               device=x.device)
             for name in (n for n in FUSED_CTA_VARIANTS if n in variants):

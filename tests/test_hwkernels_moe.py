@@ -16,7 +16,7 @@ import pytest  # noqa: E402
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
-from hwkernels import moe  # noqa: E402
+from hwkernels import moe, moe_reference  # noqa: E402
 from xsim.moe.layout import expert_layout  # noqa: E402
 from xsim.moe.routing import route  # noqa: E402
 from xsim.moe.schedule import interleaved_table, wave_table  # noqa: E402
@@ -52,10 +52,10 @@ def test_kernel_matches_reference(precision, schedule, tma):
     assert np.any(lay.mblock_valid_rows() < shape.block_m)   # partial m-blocks present
     table = (wave_table if schedule == "wave" else interleaved_table)(shape, lay, n_streams=1)
     table.validate()
-    data = moe.make_inputs(shape, seed=1)
-    ref = moe.reference(data, lay, shape.topk)
+    data = moe_reference.make_inputs(shape, seed=1)
+    ref = moe_reference.reference(data, lay, shape.topk)
     out, _ = run_table(shape, lay, table, data, replace(CFG, tma=tma))
-    ok, err = moe.check(out, ref)
+    ok, err = moe_reference.check(out, ref)
     assert ok, err
     assert float(ref.abs().max()) > 0.5          # a real signal, not zeros vs zeros
 
@@ -65,10 +65,10 @@ def test_host_made_descriptors_give_the_same_layer(precision):
     shape = tiny_shape(precision)
     lay = expert_layout(shape, route(shape, "zipf", 1.2, seed=0))
     table = interleaved_table(shape, lay, n_streams=1)
-    data = moe.make_inputs(shape, seed=1)
+    data = moe_reference.make_inputs(shape, seed=1)
     out, fused = run_table(shape, lay, table, data, replace(CFG, host_desc=True))
     assert type(fused._args()[0][-1]).__name__ == "TensorDescriptor"
-    ok, err = moe.check(out, moe.reference(data, lay, shape.topk))
+    ok, err = moe_reference.check(out, moe_reference.reference(data, lay, shape.topk))
     assert ok, err
     plain, _ = run_table(shape, lay, table, data)
     assert torch.equal(out, plain)
@@ -92,9 +92,9 @@ def test_partial_mblock_rows_are_masked(tma):
     shape = tiny_shape()
     lay = expert_layout(shape, route(shape, "zipf", 1.2, seed=0))
     table = l1_then_l2_streams(shape, lay, order=list(range(lay.n_mblocks))[::-1])
-    data = moe.make_inputs(shape, seed=2)
+    data = moe_reference.make_inputs(shape, seed=2)
     out, fused = run_table(shape, lay, table, data, replace(CFG, tma=tma))
-    ok, err = moe.check(out, moe.reference(data, lay, shape.topk))
+    ok, err = moe_reference.check(out, moe_reference.reference(data, lay, shape.topk))
     assert ok, err
     assert fused.l2_full.tolist() == [shape.l1_nblocks] * lay.n_mblocks
 
@@ -103,11 +103,11 @@ def test_two_streams_counters_release_the_waiters():
     shape = tiny_shape()
     lay = expert_layout(shape, route(shape, "balanced", seed=3))
     table = l1_then_l2_streams(shape, lay, order=list(range(lay.n_mblocks)))
-    data = moe.make_inputs(shape, seed=3)
+    data = moe_reference.make_inputs(shape, seed=3)
     # per-loop pipeline depths and the acquire-load poll reach the kernel (the interpreter
     # keeps the relaxed-poll wait and ignores the depths)
     out, fused = run_table(shape, lay, table, data, replace(CFG, num_stages2=5, poll=1))
-    assert moe.check(out, moe.reference(data, lay, shape.topk))[0]
+    assert moe_reference.check(out, moe_reference.reference(data, lay, shape.topk))[0]
     assert fused._args()[1]["NS2"] == 5 and fused._args()[1]["POLL"] == 0
 
 
@@ -119,7 +119,7 @@ def test_missing_dependency_times_out_instead_of_hanging():
                             tiles=np.array([(1, e, 1, 0), (0, e, 1, 0), (0, e, 1, 1)],
                                            np.int32),
                             l1_nblocks=shape.l1_nblocks)
-    data = moe.make_inputs(shape, seed=4)
+    data = moe_reference.make_inputs(shape, seed=4)
     fused = moe.FusedMoE(shape, lay, table, data, poisoned_out(shape), CFG)
     fused.launch()
     with pytest.raises(moe.MoEKernelError, match="tile 0"):
@@ -155,8 +155,8 @@ def test_ep2_combine_writes_each_token_to_its_source_rank():
                      block_m=16, block_n1=32, block_n2=32)
     lay = expert_layout(shape, route(shape, "zipf", 1.2, seed=5), rank=0)
     table = wave_table(shape, lay, n_streams=1)
-    data = moe.make_inputs(shape, seed=5)
-    ref = moe.reference(data, lay, shape.topk)             # [2 * tokens, topk, H]
+    data = moe_reference.make_inputs(shape, seed=5)
+    ref = moe_reference.reference(data, lay, shape.topk)             # [2 * tokens, topk, H]
     buf = torch.full((2, shape.tokens + 3, shape.topk, shape.hidden), float("nan"),
                      dtype=torch.bfloat16)
     outs = [buf[0, :shape.tokens], buf[1, :shape.tokens]]  # two ranks' receive buffers
@@ -165,9 +165,9 @@ def test_ep2_combine_writes_each_token_to_its_source_rank():
     fused.finish()
     for r in range(2):
         t0 = r * shape.tokens
-        routed = moe.routed_slots(lay, shape.tokens, shape.topk, first_token=t0)
+        routed = moe_reference.routed_slots(lay, shape.tokens, shape.topk, first_token=t0)
         assert routed.any()
-        ok, err = moe.check(outs[r], ref[t0:t0 + shape.tokens], routed)
+        ok, err = moe_reference.check(outs[r], ref[t0:t0 + shape.tokens], routed)
         assert ok, (r, err)
         assert torch.isnan(outs[r][~routed].float()).all()  # other ranks' experts: untouched
     assert torch.isnan(buf[:, shape.tokens:].float()).all()

@@ -38,15 +38,15 @@ def _problem(precision):
 @pytest.mark.parametrize("precision", ["bf16", "fp8"])
 @pytest.mark.parametrize("schedule", ["wave", "interleaved"])
 def test_fused_kernel_matches_reference_with_either_wait(precision, schedule):
-    from hwkernels import moe
+    from hwkernels import moe, moe_reference
     from hwkernels.moe_bench import SETTINGS
     from xsim.moe.schedule import schedule_table
 
     s, lay, seed = _problem(precision)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     table = schedule_table(s, lay, schedule, n_streams=sms)
-    data = moe.make_inputs(s, seed=seed, device="cuda")
-    ref = moe.reference(data, lay, s.topk)
+    data = moe_reference.make_inputs(s, seed=seed, device="cuda")
+    ref = moe_reference.reference(data, lay, s.topk)
     outs = {}
     for poll in (1, 0):
         out = torch.full((s.tokens, s.topk, s.hidden), float("nan"), dtype=torch.bfloat16,
@@ -56,7 +56,7 @@ def test_fused_kernel_matches_reference_with_either_wait(precision, schedule):
             out.fill_(float("nan"))
             fused.launch()
             fused.finish()
-            ok, err = moe.check(out, ref)
+            ok, err = moe_reference.check(out, ref)
             assert ok, (poll, err)
         assert fused.l2_full.tolist() == [s.l1_nblocks] * lay.n_mblocks
         outs[poll] = out
@@ -66,7 +66,7 @@ def test_fused_kernel_matches_reference_with_either_wait(precision, schedule):
 
 @pytest.mark.parametrize("poll", [1, 0])
 def test_missing_dependency_times_out_on_the_gpu(poll):
-    from hwkernels import moe
+    from hwkernels import moe, moe_reference
     from hwkernels.moe_bench import SETTINGS
     from xsim.moe.layout import expert_layout
     from xsim.moe.routing import route
@@ -79,7 +79,7 @@ def test_missing_dependency_times_out_on_the_gpu(poll):
                             tiles=np.array([(1, e, 1, 0), (0, e, 1, 0), (0, e, 1, 1),
                                             (0, e, 1, 2)], np.int32),
                             l1_nblocks=s.l1_nblocks)
-    data = moe.make_inputs(s, seed=4, device="cuda")
+    data = moe_reference.make_inputs(s, seed=4, device="cuda")
     out = torch.zeros(s.tokens, s.topk, s.hidden, dtype=torch.bfloat16, device="cuda")
     kc = replace(SETTINGS["bf16"], poll=poll, max_spins=20_000)
     fused = moe.FusedMoE(s, lay, table, data, out, kc)

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from xsim.moe.compute import ROOFLINE_PEAKS, fit_records, mainloop_model, roofline_tile_us
+from xsim.moe.compute import ROOFLINE_PEAKS, mainloop_model, roofline_tile_us
+from xsim.moe.compute_fit import fit_records
 from xsim.moe.shapes import MoEShape
 
 SHAPE = MoEShape(hidden=2048, intermediate=1024, experts=8, topk=2, tokens=512, precision="fp8")
@@ -139,7 +140,7 @@ def test_records_of_the_very_layer_beat_the_shape_pool():
 
 
 def test_a_record_without_the_layer_takes_it_from_its_scenario():
-    from xsim.moe.compute import scenario_layer
+    from xsim.moe.compute_fit import scenario_layer
 
     assert scenario_layer("moe1-qwen3-30b-bf16-zipf-4096") == (128, 8, 4096, 1)
     assert scenario_layer("no-such-scenario") is None

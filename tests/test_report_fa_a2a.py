@@ -8,7 +8,9 @@ import pytest
 from fa_a2a_records import generate, write
 from xsim.cli import main
 from xsim.platform import CapacityModel, IssueModel, Platform, save_profile
-from xsim.report.fa_a2a import HEADLINE_KEYS, Point, measured_threshold, predicted_threshold, targets
+from xsim.report.fa_a2a import HEADLINE_KEYS
+from xsim.report.fa_a2a_points import Point
+from xsim.report.fa_a2a_summary import measured_threshold, predicted_threshold, targets
 
 SEQ_LENS = [1024, 2048, 4096, 8192, 16384, 32768]
 

@@ -8,7 +8,7 @@ import pytest
 from calibration.records import parse_texts, shipped_record_files
 from xsim.attention.qloop import fit_qloop
 from xsim.builders import fa_a2a
-from xsim.report.fa_a2a import collect
+from xsim.report.fa_a2a_points import collect
 from xsim.scenario import shipped_scenarios
 
 NAMES = ("fa-a2a-host", "fa-a2a-paper")

@@ -11,7 +11,9 @@ from __future__ import annotations
 import math
 import plotly.graph_objects as go
 
-from xsim.report.fa_a2a import DVFS_BAND, FaA2aReport, Series
+from xsim.report.fa_a2a import FaA2aReport
+from xsim.report.fa_a2a_points import Series
+from xsim.report.fa_a2a_summary import DVFS_BAND
 
 STYLE = {"closed-form": "solid", "des": "dash"}
 

@@ -1,0 +1,137 @@
+"""The fa-a2a experiment's measured points: records grouped into series and sequence lengths.
+
+Records (experiment "fa-a2a", one per variant and M; ``hwkernels/fa.py`` writes them) are grouped
+into series by tile shape and destination (:data:`SERIES_KEYS`), and within a series by sequence
+length M (:class:`Point`: the measured medians of ``kernel_us`` per column, the FA-only Q-loop and
+the fused issue span; :mod:`xsim.report.fa_a2a` adds each model's predictions).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from calibration.records import RecordSet
+from xsim.attention.predict import FaA2aPrediction
+from xsim.attention.qloop import QLoop
+from xsim.attention.shape import AttentionShape
+from xsim.builders import fa_a2a as builder
+from xsim.spread import spread_cv
+
+KINDS = ("fa-only", "sdpa-cudnn", "a2a-store", "a2a-ce", "serial", "fused", "fused-paced", "cc")
+SERIES_KEYS = ("head_dim", "block_m", "block_n", "sp", "destination")
+
+
+@dataclass
+class Point:
+    """One sequence length of one series: what was measured and what each model predicts."""
+
+    seq_len: int
+    shape: AttentionShape
+    measured: dict                      # kind -> median kernel_us
+    qloop_us: float = math.nan          # FA-only median per-tile Q-loop time
+    qloop_cv: float = math.nan          # FA-only per-tile Q-loop spread (coefficient of variation)
+    issue_span_us: float = math.nan     # fused median per-tile issue span
+    closed_form: FaA2aPrediction | None = None
+    predicted: dict = field(default_factory=dict)   # model -> {"fused_us", "cc_us", "e_res_us", "e_cc_us"}
+    floor_us: float = math.nan
+    floor_predicted_us: float = math.nan   # the models' issue floor: T_iss0 x remote waves
+    pace: int = 0                       # fused-paced: the record's row chunks per tile
+    where: list = field(default_factory=list)
+
+    def get(self, kind: str) -> float:
+        return self.measured.get(kind, math.nan)
+
+    @property
+    def e_res_us(self) -> float:
+        return self.get("fused") - self.get("fa-only")
+
+    @property
+    def e_cc_us(self) -> float:
+        return self.get("cc") - self.get("fa-only")
+
+    @property
+    def hiding(self) -> float:
+        """Eq. 21: H = 1 - (T_fused - T_FA) / (T_serial - T_FA) (NaN if serial is not slower)."""
+        exposed = self.get("serial") - self.get("fa-only")
+        return 1.0 - self.e_res_us / exposed if exposed > 0 else math.nan
+
+    @property
+    def paced_over_fa(self) -> float:
+        """fused-paced (stores spread over the next Q-loop, hwkernels) over FA-only (NaN if absent)."""
+        return self.get("fused-paced") / self.get("fa-only")
+
+    @property
+    def paced_hiding(self) -> float:
+        """Eq. 21 with the fused-paced kernel in place of fused."""
+        exposed = self.get("serial") - self.get("fa-only")
+        return 1.0 - (self.get("fused-paced") - self.get("fa-only")) / exposed if exposed > 0 else math.nan
+
+    @property
+    def speedup(self) -> float:
+        return self.get("serial") / self.get("fused")
+
+    @property
+    def fused_over_fa(self) -> float:
+        return self.get("fused") / self.get("fa-only")
+
+    @property
+    def fa_vs_cudnn(self) -> float:
+        """cuDNN time over ours: >= 1 means our FA-only is at least as fast."""
+        return self.get("sdpa-cudnn") / self.get("fa-only")
+
+
+@dataclass
+class Series:
+    key: dict
+    points: list[Point]
+    qloop: QLoop | None
+    summary: dict = field(default_factory=dict)
+
+
+def _shape(params) -> AttentionShape:
+    return AttentionShape(seq_len=int(params["seq_len"]), batch=int(params["batch"]), heads=int(params["heads"]),
+                          sp=int(params["sp"]), head_dim=int(params["head_dim"]), block_m=int(params["block_m"]),
+                          block_n=int(params["block_n"]), producers=int(params["producers"]))
+
+
+def column(record) -> str:
+    """The measured column of a record: its kind, except that the completion-coupled kind "cc"
+    is split by its fence: "cc" is the system-scope fence (FA_CONTRACT.md's counterfactual),
+    "cc-<fence>" any other (e.g. a release atomic)."""
+    fence = record.params.get("fence")
+    if record.kind == "cc" and fence not in (None, "asm"):
+        return f"cc-{fence}"
+    return record.kind
+
+
+def collect(rs: RecordSet, notes: list[str]) -> dict:
+    """Series key -> {M: Point}; the last record of a (series, M, kind) wins (noted)."""
+    series: dict = defaultdict(dict)
+    for r in rs.select("fa-a2a"):
+        if r.kind not in KINDS:
+            notes.append(f"{r.where}: unknown fa-a2a kind {r.kind!r} left out")
+            continue
+        key = tuple(r.params.get(k) for k in SERIES_KEYS)
+        m = int(r.params["seq_len"])
+        kind = column(r)
+        point = series[key].get(m)
+        if point is None:
+            point = series[key][m] = Point(m, _shape(r.params), {})
+        elif kind in point.measured:
+            notes.append(f"{r.where}: repeats {kind} at M = {m}; the later record is used")
+        point.measured[kind] = r.stat("kernel_us", "median")
+        point.where.append(r.where)
+        if r.kind == "fa-only":
+            point.qloop_us = r.stat("qloop_us", "median")
+            point.qloop_cv = spread_cv(r.stat("qloop_us", "p10"), r.stat("qloop_us", "p90"), r.stat("qloop_us", "mean"))
+        if r.kind == "fused-paced":
+            if r.params.get("pace_spread", True) and r.params.get("tile_order", "remote-first") == "remote-first":
+                point.pace = int(r.params.get("pace_chunks", builder.PARAMS["pace"].default))
+            else:
+                notes.append(f"{r.where}: fused-paced with consecutive chunks or the default order is not modeled")
+        if r.kind == "fused":
+            point.issue_span_us = r.stat("issue_span_us", "median")
+            point.shape = _shape(r.params)
+    return series
