@@ -19,13 +19,11 @@ law predicts the speedups (issue 10: <= 0.05 per config).
 
 from __future__ import annotations
 
-import argparse
 import time
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
-from moe_speedup_error import RECORDS, errors, evaluate  # benchmarks/ is the script's folder
+from moe_speedup_error import RECORDS, errors, evaluate, setup  # benchmarks/ is the script's folder
 from provenance import commit_note
 
 from calibration.records import load_records
@@ -34,7 +32,6 @@ from xsim.des import simulate as run
 from xsim.fileio import atomic_write
 from xsim.load_gate import LoadGate
 from xsim.moe.tiles import L1, L2
-from xsim.platform import resolve_platform
 from xsim.report import moe as rep
 
 RERUN = "calibration/records/repeats/h200-pcie-host-moe-kernels-1907a2c.jsonl"
@@ -149,11 +146,7 @@ HEADER = ["| variant | host worst (config) | within 0.05 | host mean | kernel_ti
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
-    rs, platform = load_records([RECORDS]), resolve_platform("h200-pcie-host")
+    args, rs, platform = setup(__doc__.splitlines()[0])
     lines = [f"MoE link cost and link laws, {RECORDS}, platform h200-pcie-host ({commit_note()})",
              f"predicted level = {LEVEL}", "",
              "1. The link's cost per SM (us), host minus local: measured stamps | the DES (shipped model, seed 0)",

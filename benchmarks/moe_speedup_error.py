@@ -77,12 +77,16 @@ def errors(rows: dict, pred: str, meas: str) -> dict:
             "within": sum(abs(e) <= 0.05 for e in err.values()), "mape": 100 * float(np.mean(mape))}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def setup(description: str):
+    """The MoE error scripts' command line (--out, --quick), the shipped records and the host platform."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
     parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
-    rs, platform = load_records([RECORDS]), resolve_platform("h200-pcie-host")
+    return parser.parse_args(), load_records([RECORDS]), resolve_platform("h200-pcie-host")
+
+
+def main() -> None:
+    args, rs, platform = setup(__doc__.splitlines()[0])
     lines = [f"MoE speedup error by model variant, {RECORDS}, platform h200-pcie-host ({commit_note()})",
              "host: kernel records; local: kernel_local records against the DES without the link",
              "| variant | host worst (config) | host mean | within 0.05 | kernel_time_mape | local worst | local mean "
