@@ -111,8 +111,8 @@ def cost_table(rs, platform, over: dict, mode) -> list[str]:
             for tag, plat in (("host", gated(platform, mode)), ("local", rep.without_link(platform))):
                 cfg = builder.Config({**params, "schedule": s}, plat, mainloops)
                 d[tag] = des_per_sm(run(cfg.workload(s), engine="fast", trace=False))
-            m = {k: measured_per_sm(host[(config, s)])[k] - measured_per_sm(local[(config, s)])[k]
-                 for k in ("kernel", *MEASURED_STAMPS)}
+            mh, ml = measured_per_sm(host[(config, s)]), measured_per_sm(local[(config, s)])
+            m = {k: mh[k] - ml[k] for k in ("kernel", *MEASURED_STAMPS)}
             e = {k: d["host"][k] - d["local"][k] for k in d["host"]}
             lines.append(f"| {config.removeprefix('moe1-')} | {s} | " + " | ".join(f"{m[k]:.0f}" for k in
                          ("kernel", *MEASURED_STAMPS)) + f" | {e['kernel']:.0f} | {e['l1_mainloop']:.0f} | "
@@ -121,9 +121,13 @@ def cost_table(rs, platform, over: dict, mode) -> list[str]:
     return lines
 
 
+def sp(times) -> float:
+    """Speedup of a (wave, interleaved) pair of kernel times."""
+    return times[0] / times[1]
+
+
 def link_errors(rows: dict) -> dict:
     """The link's share of the speedup error: predicted minus measured (host speedup - local speedup)."""
-    sp = lambda v: v[0] / v[1]  # noqa: E731
     err = np.array([(sp(r["host"]) - sp(r["local"])) - (sp(r["meas"]) - sp(r["meas_local"])) for r in rows.values()])
     return {"max": float(np.abs(err).max()), "mean": float(np.abs(err).mean()), "within": int((np.abs(err) <= .05).sum())}
 
@@ -133,7 +137,6 @@ def variant_row(name, rows) -> tuple[str, str]:
     row = (f"| {name} | {h['max']:.3f} ({h['worst'].removeprefix('moe1-')}) | {h['within']} | {h['mean']:.3f} | "
            f"{h['mape']:.2f} % | {lo['max']:.3f} | {lo['within']} | {lo['mape']:.2f} % | {li['max']:.3f} | "
            f"{li['within']} | {li['mean']:.3f} |")
-    sp = lambda v: v[0] / v[1]  # noqa: E731
     per = " ".join(f"{c.removeprefix('moe1-')} {sp(r['host']) - sp(r['meas']):+.3f} "
                    f"({sp(r['host']) - sp(r['local']) - sp(r['meas']) + sp(r['meas_local']):+.3f})"
                    for c, r in rows.items())

@@ -204,7 +204,7 @@ def _drain_law_mode(drain_law) -> str:
     """``drain_law``: "off" (one R), "k" (R(K) fed back into every stage), "after" (R(K) fitted on the
     one-R stages' own drain-limited points once they have converged, fed back into none of them); a
     bool is "k" / "off" (older callers)."""
-    mode = {True: "k", False: "off"}.get(drain_law, drain_law) if isinstance(drain_law, bool) else drain_law
+    mode = ("k" if drain_law else "off") if isinstance(drain_law, bool) else drain_law
     if mode not in DRAIN_LAWS:
         raise FitError(f'"drain_law" must be one of {", ".join(DRAIN_LAWS)}, got {drain_law!r}')
     return mode
@@ -292,10 +292,12 @@ def fit_records(rs: RecordSet, mechanism: str | None = None, statistic: str = "m
     or fitted after them for the DES and the free-running factor only ("after"); :func:`_drain_law_mode`."""
     if statistic not in STATISTICS:
         raise FitError(f'"statistic" must be one of {", ".join(STATISTICS)}, got {statistic!r}')
+    law_mode = _drain_law_mode(drain_law)
     mech = choose_mechanism(rs, mechanism)
     recs = store_records(rs, mech)
     sp = split(recs)
-    st = fit_points(Points.of(sp.train, statistic), drain_law)
+    train = Points.of(sp.train, statistic)
+    st = fit_points(train, law_mode)
     r = st.drain.values[0] if st.drain_law is None else st.drain_law.values[0]
     k0 = None if st.drain_law is None else st.drain_law.values[1]
     threads = recs[0].params.get("threads") if recs else None
@@ -305,9 +307,8 @@ def fit_records(rs: RecordSet, mechanism: str | None = None, statistic: str = "m
         issue, threads_fit = fit_thread_terms(rs, mech, int(threads), issue, st.capacity_model, r, sp.heldout_producers)
     else:
         threads_fit = {"n_points": 0, "note": "records name no thread count"}
-    train = Points.of(sp.train, statistic)
     issue, free_fit = fit_free_running_factor(train, issue, _rates(train, r, k0))
     return FitResult(mech, threads, statistic, r, issue, st.capacity_model,
                      st.drain, st.issue, st.knee_fits, st.capacity, st.burst_overhead, st.grid_barrier, sp,
                      rs.sha256, _mechanism_drains(rs, mech, r), _baselines(rs), threads_fit, free_fit, st.drain_law,
-                     _drain_law_mode(drain_law))
+                     law_mode)

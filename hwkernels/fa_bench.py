@@ -306,9 +306,7 @@ def main(argv=None) -> int:
     say = print if rk.rank == 0 else (lambda *a, **k: None)
     programs = args.programs or torch.cuda.get_device_properties(dev).multi_processor_count
     instrument = os.environ.get("TRITON_INTERPRET", "0") != "1"   # stamps are inline PTX
-    commit = os.environ.get("XSTAGE_COMMIT", "unknown")
-    dirty_env = os.environ.get("XSTAGE_DIRTY")
-    dirty = None if dirty_env is None else dirty_env not in ("0", "false", "False", "")
+    commit, dirty = records.run_commit()
     rows, qloops, all_ok = [], [], True
     for shape in cases:
         case = make_case(shape)

@@ -60,36 +60,34 @@ def _exp2(x, EMU: tl.constexpr, UPCAST: tl.constexpr):
 
 
 @triton.jit
+def _rescaled_sum(l_i, alpha, p, LSUM: tl.constexpr):
+    # The running row sums rescaled by alpha, plus this step's: l_i [BLOCK_M] (tl.sum), or with
+    # LSUM the accumulator [BLOCK_M, LCOLS] of P @ ones, to which the caller's wgmma adds them.
+    if LSUM:
+        out = l_i * alpha[:, None]
+    else:
+        out = l_i * alpha + tl.sum(p, 1)
+    return out
+
+
+@triton.jit
 def _softmax_step(qk, m_i, l_i, acc, qk_scale, EMU: tl.constexpr = 0,
-                  UPCAST: tl.constexpr = False, EARLY: tl.constexpr = False):
+                  UPCAST: tl.constexpr = False, EARLY: tl.constexpr = False,
+                  LSUM: tl.constexpr = False):
     # EMU: exp2 of EMU of every 8 elements on the FMA pipe (fa_exp2). EARLY: alpha first and
     # P's exponent made to depend on it (+ alpha * 0, exact: alpha is in [0, 1]), so ptxas issues
     # alpha's MUFU first and interleaves the acc rescale with P's MUFU work instead of leaving
-    # 64 FMUL between the last exp2 and the P V wgmma (fa_sass shows both orders).
+    # 64 FMUL between the last exp2 and the P V wgmma (fa_sass shows both orders). LSUM: the
+    # row sums are not reduced here (_rescaled_sum).
     m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
     if EARLY:
         alpha = tl.math.exp2(m_i - m_ij)
         acc = acc * alpha[:, None]
         p = _exp2(qk * qk_scale - (m_ij + alpha * 0.0)[:, None], EMU, UPCAST)
-        return p, m_ij, l_i * alpha + tl.sum(p, 1), acc
+        return p, m_ij, _rescaled_sum(l_i, alpha, p, LSUM), acc
     p = _exp2(qk * qk_scale - m_ij[:, None], EMU, UPCAST)
     alpha = tl.math.exp2(m_i - m_ij)
-    return p, m_ij, l_i * alpha + tl.sum(p, 1), acc * alpha[:, None]
-
-
-@triton.jit
-def _softmax_step_lsum(qk, m_i, l_acc, acc, qk_scale, EMU: tl.constexpr = 0,
-                       UPCAST: tl.constexpr = False, EARLY: tl.constexpr = False):
-    # LSUM: as _softmax_step, but the row sums are not reduced here: l_acc [BLOCK_M, LCOLS] is
-    # the accumulator of P @ ones (the caller's extra wgmma), only rescaled by alpha.
-    m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
-    alpha = tl.math.exp2(m_i - m_ij)
-    if EARLY:
-        acc = acc * alpha[:, None]
-        p = _exp2(qk * qk_scale - (m_ij + alpha * 0.0)[:, None], EMU, UPCAST)
-        return p, m_ij, l_acc * alpha[:, None], acc
-    p = _exp2(qk * qk_scale - m_ij[:, None], EMU, UPCAST)
-    return p, m_ij, l_acc * alpha[:, None], acc * alpha[:, None]
+    return p, m_ij, _rescaled_sum(l_i, alpha, p, LSUM), acc * alpha[:, None]
 
 
 @triton.jit
@@ -224,18 +222,12 @@ def _qloop_raw(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n, o
     for start_n in range(0, seq, BLOCK_N):
         k = _load_kv(desc_k, k_ptr, kv_ptrs, row, UPCAST, TMA)
         qk = tl.dot(q, tl.trans(k))                        # [BLOCK_M, BLOCK_N] fp32
-        if LSUM:
-            p, m_i, l_i, acc = _softmax_step_lsum(qk, m_i, l_i, acc, qk_scale, EMU, UPCAST,
-                                                  EARLY)
-        else:
-            p, m_i, l_i, acc = _softmax_step(qk, m_i, l_i, acc, qk_scale, EMU, UPCAST, EARLY)
+        p, m_i, l_i, acc = _softmax_step(qk, m_i, l_i, acc, qk_scale, EMU, UPCAST, EARLY, LSUM)
         v = _load_kv(desc_v, v_ptr, kv_ptrs, row, UPCAST, TMA)
+        pv = p.to(v.dtype)
+        acc = tl.dot(pv, v, acc)
         if LSUM:
-            pv = p.to(v.dtype)
-            acc = tl.dot(pv, v, acc)
             l_i = tl.dot(pv, ones, l_i)
-        else:
-            acc = tl.dot(p.to(v.dtype), v, acc)
         if PACE > 0:
             _pace_step(start_n // BLOCK_N, stage_ptr, remote_ptr, pend_off, pend, pace_stride,
                        row_stride, offs_c, offs_d, D, PACE, CHUNK, BRANCH)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 
@@ -64,9 +63,7 @@ class Context:
         self._sums = {}
         self.clock_ghz = BurstStore(0).clock_ghz(self.local.data_ptr())
         self.platform = platform(1, self.clock_ghz * 1e3, 0, destination="host")
-        self.commit = os.environ.get("XSTAGE_COMMIT", "unknown")
-        dirty = os.environ.get("XSTAGE_DIRTY")
-        self.dirty = None if dirty is None else dirty not in ("0", "false", "False", "")
+        self.commit, self.dirty = records.run_commit()
 
     def reference(self, ctas: int, load_bytes: int) -> np.ndarray:
         key = (ctas, load_bytes)

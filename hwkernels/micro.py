@@ -100,9 +100,7 @@ class Context:
         self.src_buf = pattern_source(max(copies, default=16), self.d.device)
         self.platform = platform(world, self.clock_ghz * 1e3, self.d.device.index,
                                  (self.d.device.index + 1) % max(world, 2), destination=args.target)
-        self.commit = os.environ.get("XSTAGE_COMMIT", "unknown")
-        dirty = os.environ.get("XSTAGE_DIRTY")
-        self.dirty = None if dirty is None else dirty not in ("0", "false", "False", "")
+        self.commit, self.dirty = records.run_commit()
         self.rank = rank
         self.trace_dir = args.traces
 

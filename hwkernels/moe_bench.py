@@ -95,9 +95,7 @@ class Bench:
         props = torch.cuda.get_device_properties(self.device)
         self.sms = props.multi_processor_count
         self._platform = None
-        self.commit = os.environ.get("XSTAGE_COMMIT", "unknown")
-        dirty = os.environ.get("XSTAGE_DIRTY")
-        self.dirty = None if dirty is None else dirty not in ("0", "false", "False", "")
+        self.commit, self.dirty = records.run_commit()
         self.settings = dict(SETTINGS)
         self.rows = []
         self.t0 = time.time()

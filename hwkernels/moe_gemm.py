@@ -10,8 +10,9 @@ runs only the Linear-2 tiles (counters preset ready, Combine into device memory,
 act[m, I] @ w2[I, H]; cuBLAS the same. bf16: torch.matmul; fp8: torch._scaled_mm with the
 kernel's per-tensor scales. With E > 1 experts (expert e owns rows e*m..(e+1)*m) the kernel
 runs every expert's tiles in one launch and cuBLAS is batched: bf16 torch.bmm on [E, m, K] x
-[E, K, N] views, fp8 a loop of E torch._scaled_mm calls (each expert's own weight scale). Each side is checked against an fp32 torch product before it is
-timed; a failed check records no time. Times are CUDA-event medians of single launches.
+[E, K, N] views, fp8 a loop of E torch._scaled_mm calls (each expert's own weight scale).
+Each side is checked against an fp32 torch product before it is timed; a failed check
+records no time. Times are CUDA-event medians of single launches.
 """
 
 from dataclasses import dataclass
@@ -129,8 +130,7 @@ def _cublas(p: GemmProblem, path: str, fast_accum: bool = False):
         a, w, sa, sb = d.x, d.w1, d.scales[0:1], d.scales[2:2 + e_n]
     else:
         a, w, sa, sb = p.act_in, d.w2, d.scales[1:2], d.scales[2 + e_n:2 + 2 * e_n]
-    m, n = a.shape[0] // e_n, w.shape[1]
-    a3, b3 = a.view(e_n, m, -1), w.transpose(1, 2)     # b3[e] = w[e].t(): column-major
+    a3, b3 = a.view(e_n, a.shape[0] // e_n, -1), w.transpose(1, 2)     # b3[e] = w[e].t(): column-major
     want = torch.cat([(a3[e].float() * (sa if fp8 else 1.0))
                       @ (b3[e].float() * (sb[e] if fp8 else 1.0)) for e in range(e_n)])
     if fp8:

@@ -166,14 +166,11 @@ def batched_section(x, precision: str, configs, rows, recorder=None):
 
 def batched_recorder(path: str, commit: str, sms: int):
     """A function writing one "gemm_batched" record (kind, params, stats, check) per point."""
-    import os
-
     from . import records
     from .platform_info import platform, smi_sm_clock_mhz
 
     plat = {}
-    dirty = os.environ.get("XSTAGE_DIRTY")
-    dirty = None if dirty is None else dirty not in ("0", "false", "False", "")
+    dirty = records.run_commit()[1]
 
     def record(r, row, kc):
         if not plat:

@@ -17,6 +17,14 @@ MICRO_KINDS = ("periodic", "isolated", "local", "ce-copy", "nccl", "segments")
 STAT_KEYS = ("mean", "median", "p10", "p90", "min", "max", "n")
 
 
+def run_commit() -> tuple[str, bool | None]:
+    """(commit, dirty) of the checkout a run measures, from XSTAGE_COMMIT and XSTAGE_DIRTY
+    (hwkernels.launch sets both; dirty None when unknown)."""
+    dirty = os.environ.get("XSTAGE_DIRTY")
+    return (os.environ.get("XSTAGE_COMMIT", "unknown"),
+            None if dirty is None else dirty not in ("0", "false", "False", ""))
+
+
 def utc_now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
