@@ -3,7 +3,7 @@ law predicts the speedups (issue 10: <= 0.05 per config).
 
 1. The link's cost per SM, by stamp: for every config x schedule, the measured host run minus the
    local-Combine control (``kernel`` minus ``kernel_local`` records: each stamp kind's mean x count
-   / 20 trials / 132 SMs: Linear-1 mainloop, its wait, its release, Linear-2 mainloop, its wait,
+   / trials / SMs (both from the record): Linear-1 mainloop, its wait, its release, Linear-2 mainloop, its wait,
    the Combine span) beside the DES over the link minus the DES without it (per-SM sums of each
    tile kind's mainloop and of the wait before it, the load gate's share in brackets), spread seed 0.
 2. Variants (builder parameters and the load gate's mode; nothing fitted here): the speedup error
@@ -74,8 +74,11 @@ def gated(platform, mode):
 
 
 def measured_per_sm(record) -> dict:
+    """Per-SM sums of the stamped times: a stamp's mean x its count over the trials (the kernel
+    time's count) and the record's SMs."""
     stats = record.data["stats"]
-    return {k: stats[f"{k}_us"]["mean"] * stats[f"{k}_us"]["n"] / 20 / 132 if f"{k}_us" in stats else np.nan
+    per = stats["kernel_us"]["n"] * record.data["platform"]["sms"]
+    return {k: stats[f"{k}_us"]["mean"] * stats[f"{k}_us"]["n"] / per if f"{k}_us" in stats else np.nan
             for k in MEASURED_STAMPS} | {"kernel": stats["kernel_us"]["median"]}
 
 
@@ -83,6 +86,7 @@ def des_per_sm(result) -> dict:
     """Per-SM sums: each kind's mainloop, the wait before it (since the stream's previous issue end)
     and its load-gate share."""
     w, t = result.workload, result.times
+    streams = len(w.offsets) - 1
     before = np.zeros(w.n_tiles)
     for p in range(len(w.offsets) - 1):
         lo, hi = w.offsets[p], w.offsets[p + 1]
@@ -90,9 +94,9 @@ def des_per_sm(result) -> dict:
     out = {"kernel": result.makespan_us}
     for kind, name in ((L1, "l1"), (L2, "l2")):
         s = w.kind == kind
-        out[f"{name}_mainloop"] = float((t.mainloop_end - t.mainloop_start)[s].sum() / 132)
-        out[f"{name}_wait"] = float((t.mainloop_start - before)[s].sum() / 132)
-        out[f"{name}_gate"] = float(np.nansum(t.gate_wait_us[s]) / 132)
+        out[f"{name}_mainloop"] = float((t.mainloop_end - t.mainloop_start)[s].sum() / streams)
+        out[f"{name}_wait"] = float((t.mainloop_start - before)[s].sum() / streams)
+        out[f"{name}_gate"] = float(np.nansum(t.gate_wait_us[s]) / streams)
     return out
 
 
