@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
 import sys
 from pathlib import Path
 
@@ -65,7 +64,8 @@ def own_then_gate(w: Workload, gate: LoadGate | None) -> Workload:
     """``w`` (completion-coupled) as X-Stage coupling with ``gate``, each tile's next tile on the
     same CTA waiting for a counter the tile signals when its own bytes have drained (where
     neither already has a counter: a kernel boundary's drain signal covers it)."""
-    sig, wc, wv, on_drain = w.signal_counter.copy(), w.wait_counter.copy(), w.wait_value.copy(), w.signal_on_drain.copy()
+    sig, wc, wv = w.signal_counter.copy(), w.wait_counter.copy(), w.wait_value.copy()
+    on_drain = w.signal_on_drain.copy()
     n = w.n_counters
     for p in range(w.n_producers):
         for j in range(w.offsets[p], w.offsets[p + 1] - 1):
@@ -167,8 +167,8 @@ def fa_table(platform, engine: str) -> str:
               "| reading | cc_time_mape | fused_time_mape | paced_time_mape | e_cc_mae_us | e_res_mae_us |",
               "| --- | --- | --- | --- | --- | --- |"]
     cf = series["link"].summary["errors"]["closed-form"]
-    lines.append(f"| closed form | {cf['cc_time_mape']:.2f} | {cf['fused_time_mape']:.2f} | {cf['paced_time_mape']:.2f} "
-                 f"| {cf['e_cc_mae_us']:.1f} | {cf['e_res_mae_us']:.1f} |")
+    lines.append(f"| closed form | {cf['cc_time_mape']:.2f} | {cf['fused_time_mape']:.2f} "
+                 f"| {cf['paced_time_mape']:.2f} | {cf['e_cc_mae_us']:.1f} | {cf['e_res_mae_us']:.1f} |")
     for f in builder.CC_FENCES:
         e = series[f].summary["errors"]["des"]
         lines.append(f"| {f} | {e['cc_time_mape']:.2f} | {e['fused_time_mape']:.2f} | {e['paced_time_mape']:.2f} "
