@@ -10,6 +10,7 @@ from xsim.attention.shape import AttentionShape
 from xsim.builders import fa_a2a
 from xsim.cli import main
 from xsim.des import simulate
+from xsim.load_gate import LoadGate
 from xsim.params import resolve
 from xsim.platform import CapacityModel, IssueModel, Platform
 
@@ -44,7 +45,11 @@ def test_streams_are_the_kernels_tiles_replayed():
     assert (w.signal_counter == 0).sum() == 12 and (w.wait_counter == 0).sum() == 12 and set(w.wait_value) <= {0, 12}
     assert fa_a2a.build(params(variant="fa-only"), toy()).bytes.sum() == 0
     cc = fa_a2a.build(params(variant="cc", t_lat_us=0.5), toy())
-    assert cc.coupling == "completion-coupled" and np.all(cc.epilogue_us[cc.bytes > 0] == 0.5)
+    assert cc.coupling == "xstage" and cc.load_gate == LoadGate(0.0, "link")        # the default fence: link
+    assert np.all(cc.epilogue_us[cc.bytes > 0] == 0.5)
+    own = fa_a2a.build(params(variant="cc", cc_fence="own"), toy())
+    assert own.coupling == "completion-coupled" and own.load_gate is None
+    assert fa_a2a.build(params(variant="cc", cc_fence="fifo"), toy()).load_gate == LoadGate(0.0, "fifo")
 
 
 def test_fa_only_is_waves_times_the_qloop():
@@ -65,15 +70,48 @@ def test_des_equals_closed_form_on_uniform_waves(seq_len, capacity, sigma, regim
     plat = toy(capacity_bytes=capacity)
     k = seq_len // 128
     v_w, q_w = 7 / 8 * k * 32768, capacity * 7 / 8
-    for variant in ("fused", "cc"):
-        p = params(variant=variant, seq_len=seq_len, producers=k, sigma_us_per_kv_tile=sigma)
+    for variant, fence in (("fused", "link"), ("cc", "link"), ("cc", "fifo"), ("cc", "own")):
+        p = params(variant=variant, seq_len=seq_len, producers=k, sigma_us_per_kv_tile=sigma, cc_fence=fence)
         des, cf = run(p, plat, engine="fast"), fa_a2a.predict(p, plat)
         rate_term, cap_term = (v_w / 1e4 - cf["g_qloop_us"]), (v_w - q_w) / 1e4
         assert (cf["e_drain_us"] == 0) == (regime == "gap")
         assert (cap_term > max(rate_term, 1.0)) == (regime == "capacity")
         want = cf["e_issue_us"] + cf["e_drain_us"] if variant == "fused" else cf["e_cc_us"]
-        assert des["e_res_us"] == pytest.approx(want, rel=1e-6), (regime, variant)
+        assert des["e_res_us"] == pytest.approx(want, rel=1e-6), (regime, variant, fence)
         assert des["kernel_us"]["mean"] == pytest.approx(cf["kernel_us"], rel=1e-6)
+
+
+def _cc_fence_point(fence, engine):
+    """3 CTAs, weights 1 : 3 : 1, R = 1e4 B/us, T_iss0 = 1 us, G = 3.6 us, B = 32 KiB: CTA 0's first
+    tile is the rank's own (no bytes), CTA 1's and 2's are remote; all three Q-loops end at G."""
+    plat = Platform(name="toy", drain_rate_gbps=10.0, issue=IssueModel(t_fixed_us=1.0),
+                    capacity=CapacityModel(max_bytes=56 * 32768), sms=64, gpus=1, producer_weights=(1.0, 3.0, 1.0))
+    p = params(variant="cc", cc_fence=fence, seq_len=1024, heads=8, producers=3, replays=1)
+    w = fa_a2a.build(p, plat)
+    t = simulate(w, engine=engine, trace=False).times
+    return w, t, [t.mainloop_start[w.offsets[c]:w.offsets[c + 1]] for c in range(3)]
+
+
+@pytest.mark.parametrize("fence", fa_a2a.CC_FENCES)
+def test_cc_fence_semantics_by_hand_in_both_engines(fence):
+    """link: every fence after a remote tile ends when the stage is empty, CTA 0's stores (issued
+    at 2G, after its own tile's fence saw an empty stage at G) included: G + 3B/R. fifo: CTA 1's and
+    2's fences wait for the 2B accepted when they began (G + 2B/R), CTA 0's for all 3B. own: CTA 1
+    drains at 3/4 R until CTA 0 joins at 2G, then at 3/5 R."""
+    w, t, start = _cc_fence_point(fence, "simpy")
+    g, b, r = 3.6, 32768.0, 1e4
+    assert np.all(w.bytes[w.offsets[1]:w.offsets[3]] == b) and w.bytes[0] == 0 and w.bytes[1] == b
+    assert start[0][1] == pytest.approx(g, abs=1e-9)                       # an own tile's fence: nothing ahead
+    if fence == "link":
+        assert [s[1] for s in start[1:]] + [start[0][2]] == pytest.approx([g + 3 * b / r] * 3, rel=1e-12)
+    elif fence == "fifo":
+        assert [s[1] for s in start[1:]] == pytest.approx([g + 2 * b / r] * 2, rel=1e-12)
+        assert start[0][2] == pytest.approx(g + 3 * b / r, rel=1e-12)
+    else:
+        assert start[1][1] == pytest.approx(2 * g + (b - 0.75 * r * g) / (0.6 * r), rel=1e-12)
+    _, fast, _ = _cc_fence_point(fence, "fast")
+    for name, column in t.columns().items():                                  # bit-identical engines
+        assert np.array_equal(column, fast.columns()[name], equal_nan=True), name
 
 
 def test_gap_above_threshold_leaves_only_issue_in_both_models():
@@ -163,6 +201,7 @@ def test_sweep_over_seq_len_and_block_m(capsys, tmp_path):
     ("seq_len=8704", 'must be divisible by the tile "block_m" (128)'),
     ("head_dim=96", '"head_dim" must be one of (64, 128), got 96'),
     ("variant=serial", '"variant" must be one of fused, cc, fa-only'),
+    ("cc_fence=sys", '"cc_fence" must be one of link, fifo, own'),
 ])
 def test_bad_points_are_one_line_exit_2(capsys, assignment, message):
     code, out, err = _cli(capsys, "simulate", "fa-a2a-paper", "--platform", "paper-8gpu", "--set", assignment)

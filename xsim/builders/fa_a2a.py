@@ -8,8 +8,16 @@ index math from ``hwkernels.fa_layout``). A tile is one Q-loop mainloop of
 rank's own slice. The CTA that computes a tile issues its stores itself (``staging_depth = 0``):
 
 - ``fused``: X-Stage coupling, the CTA moves on once its stores are accepted;
-- ``cc``: completion-coupled, each tile's stores must drain (a system-scope fence) before the
-  CTA starts its next tile; ``t_lat_us`` is a fixed completion latency before the stores;
+- ``cc``: completion-coupled, each tile's stores are fenced at system scope before the CTA
+  starts its next tile; ``t_lat_us`` is a fixed completion latency before the stores. What the
+  fence waits for is ``cc_fence`` (docs/fa-a2a-report.md, "What a system-scope fence waits for"):
+  ``link`` (default), until the X-Stage is empty, every CTA's bytes, also those accepted while it
+  waits (the host link's fence microbenchmark: every CTA's fence ends when the link has drained);
+  ``fifo``, until the stage has drained what it had accepted when the fence began; ``own``, until
+  the CTA's own bytes have drained (completion coupling in the engines). ``link`` and ``fifo``
+  are X-Stage coupling plus a load gate of threshold 0 and that scope on every next Q-loop
+  (it replaces the platform's gate, which a release at an empty link always passes);
+  ``own`` is ``completion-coupled``, which the engines never gate;
 - ``fa-only``: the same tiles with no remote bytes;
 - ``fused-paced``: the kernel's MODE 3 (``hwkernels/fa_kernels.py``): tiles in the remote-first
   order (:func:`hwkernels.fa_layout.remote_first_coords`: other owners' tiles first), a remote
@@ -34,6 +42,7 @@ import numpy as np
 from xsim.attention.predict import paced_residual_us, predict as closed_form
 from xsim.attention.qloop import QLoop
 from xsim.attention.shape import DESTINATIONS, AttentionShape, drain_peers
+from xsim.load_gate import LoadGate
 from xsim.params import Param
 from xsim.platform import Platform
 from xsim.spread import factors
@@ -42,6 +51,7 @@ from xsim.units import gbps_to_bytes_per_us
 from xsim.workload import Workload, XStageParams
 
 VARIANTS = ("fused", "cc", "fa-only", "fused-paced")
+CC_FENCES = ("link", "fifo", "own")   # what cc's fence waits for: the stage empty, the bytes ahead, its own
 
 PARAMS = {
     "variant": Param("str", "fused", "fused (X-Stage), cc (completion-coupled), fa-only, or fused-paced "
@@ -65,6 +75,9 @@ PARAMS = {
                       "the report fits it on the FA-only records)", minimum=0),
     "spread_seed": Param("int", 0, "seed of the per-tile spread (a hash of each tile's identity)", minimum=0),
     "pace": Param("int", 8, "fused-paced: row chunks per tile, spread over the next Q-loop", minimum=1, maximum=1024),
+    "cc_fence": Param("str", "link", "cc: what each tile's system-scope fence waits for: link (the X-Stage empty, "
+                      "every CTA's bytes), fifo (the bytes accepted before it), own (the CTA's own bytes)",
+                      choices=CC_FENCES),
 }
 
 
@@ -168,6 +181,7 @@ def build(params: dict, platform: Platform) -> Workload:
         first[start + per:start + c:per] = True
         start += c
     coupled = variant == "cc"
+    coupling, gate = _coupling(params, platform)
     signal = last & (replay < reps - 1)
     rate = platform.effective_drain_rate_gbps(drain_peers(params["destination"], shape.sp))
     return Workload(
@@ -186,10 +200,20 @@ def build(params: dict, platform: Platform) -> Workload:
         n_counters=max(reps - 1, 0),
         xstages=(XStageParams(gbps_to_bytes_per_us(rate), platform.capacity_bytes(k)),),
         staging_depth=0,
-        coupling="completion-coupled" if coupled else "xstage",
+        coupling=coupling,
         producer_weight=np.asarray(platform.weights_for(k), dtype=float),
-        mainloop_loads=True, load_gate=platform.load_gate,   # a Q-loop loads K and V tiles
+        mainloop_loads=True, load_gate=gate,   # a Q-loop loads K and V tiles
     )
+
+
+def _coupling(params: dict, platform: Platform) -> tuple[str, LoadGate | None]:
+    """The workload's coupling and load gate: cc's fence (``cc_fence``) as completion coupling
+    (own) or as X-Stage coupling with a threshold-0 gate of that scope on every Q-loop."""
+    if params["variant"] != "cc":
+        return "xstage", platform.load_gate
+    if params["cc_fence"] == "own":
+        return "completion-coupled", platform.load_gate
+    return "xstage", LoadGate(0.0, params["cc_fence"])
 
 
 def replay_ends_us(result, params: dict) -> np.ndarray:

@@ -61,6 +61,11 @@ def add_parser(sub):
                    help="moe: the first spread seed (default 0)")
     p.add_argument("--moe-mainloop-pool", choices=("layer", "shape", "schedule"),
                    help="moe: which records give the mean mainloops (default: the scenario's)")
+    from xsim.builders.fa_a2a import CC_FENCES
+
+    p.add_argument("--cc-fence", choices=CC_FENCES, default=None,
+                   help="fa-a2a: what the DES's cc fence waits for (default: the builder's, link; "
+                        "docs/fa-a2a-report.md, \"What a system-scope fence waits for\")")
     p.add_argument("--moe-level", choices=("records", "predicted"), default="records",
                    help="moe: each schedule's compute level from the layer's records (default) or predicted from "
                         "the tile streams (the contention pre-pass: compute = contention, inflight, 3.8 TB/s)")
@@ -117,7 +122,7 @@ def _fa_a2a(rs, platform, args) -> Built:
     from xsim.report import fa_a2a, fa_a2a_page
     from xsim.simulate_point import default_engine
 
-    rep = fa_a2a.build(rs, platform, engine=None if args.no_des else default_engine(platform))
+    rep = fa_a2a.build(rs, platform, engine=None if args.no_des else default_engine(platform), cc_fence=args.cc_fence)
     return Built(rep.summary, fa_a2a.HEADLINE_KEYS, fa_a2a_page.section(rep), lambda: print_report(rep),
                  tuple(rep.notes))
 

@@ -39,8 +39,10 @@ class FaA2aReport:
     notes: list[str]
 
 
-def _des_residuals(p: Point, qloop: QLoop, platform: Platform, destination: str, engine: str) -> dict:
+def _des_residuals(p: Point, qloop: QLoop, platform: Platform, destination: str, engine: str,
+                   cc_fence: str | None = None) -> dict:
     out = {}
+    fence = {} if cc_fence is None else {"cc_fence": cc_fence}
     paced = ("fused-paced",) if p.pace else ()
     for variant in ("fused", "cc") + paced:
         s = p.shape
@@ -48,14 +50,15 @@ def _des_residuals(p: Point, qloop: QLoop, platform: Platform, destination: str,
             "variant": variant, "seq_len": s.seq_len, "batch": s.batch, "heads": s.heads, "sp": s.sp,
             "head_dim": s.head_dim, "block_m": s.block_m, "block_n": s.block_n, "producers": s.producers,
             "destination": destination, "sigma_us_per_kv_tile": qloop.sigma_us_per_kv_tile,
-            "qloop_fixed_us": qloop.fixed_us, "qloop_cv": qloop.cv, "replays": DES_REPLAYS, "pace": p.pace or 1},
-            "fa-a2a point")
+            "qloop_fixed_us": qloop.fixed_us, "qloop_cv": qloop.cv, "replays": DES_REPLAYS, "pace": p.pace or 1,
+            **fence}, "fa-a2a point")
         result = simulate(builder.build(params, platform), engine=engine, trace=False)
         out[variant] = builder.summarize(result, params)["e_res_us"]
     return out
 
 
-def predict_point(p: Point, qloop: QLoop, platform: Platform, destination: str, engine: str | None) -> None:
+def predict_point(p: Point, qloop: QLoop, platform: Platform, destination: str, engine: str | None,
+                  cc_fence: str | None = None) -> None:
     t_fa = p.get("fa-only")
     cf = p.closed_form = predict(p.shape, qloop, platform, destination)
     p.predicted["closed-form"] = {"e_res_us": cf.e_res_us, "e_cc_us": cf.e_cc_us,
@@ -63,7 +66,7 @@ def predict_point(p: Point, qloop: QLoop, platform: Platform, destination: str, 
                                   "paced_us": t_fa + paced_residual_us(p.shape, qloop, platform, p.pace, destination)
                                   if p.pace else math.nan}
     if engine is not None:
-        des = _des_residuals(p, qloop, platform, destination, engine)
+        des = _des_residuals(p, qloop, platform, destination, engine, cc_fence)
         p.predicted["des"] = {"e_res_us": des["fused"], "e_cc_us": des["cc"],
                               "fused_us": t_fa + des["fused"], "cc_us": t_fa + des["cc"],
                               "paced_us": t_fa + des.get("fused-paced", math.nan)}
@@ -72,8 +75,9 @@ def predict_point(p: Point, qloop: QLoop, platform: Platform, destination: str, 
     p.floor_predicted_us = cf.remote_waves * cf.t_iss0_us
 
 
-def build(rs: RecordSet, platform: Platform, engine: str | None = None) -> FaA2aReport:
-    """Every fa-a2a series beside both predictions, with the Table 3 / Fig. 11 summary."""
+def build(rs: RecordSet, platform: Platform, engine: str | None = None, cc_fence: str | None = None) -> FaA2aReport:
+    """Every fa-a2a series beside both predictions, with the Table 3 / Fig. 11 summary; ``cc_fence``
+    the DES's cc fence (``fa_a2a`` builder; None: its default)."""
     notes: list[str] = []
     series = []
     for key, by_m in sorted(collect(rs, notes).items(), key=lambda kv: str(kv[0])):
@@ -89,7 +93,7 @@ def build(rs: RecordSet, platform: Platform, engine: str | None = None) -> FaA2a
         if qloop is not None:
             for p in pts:
                 if math.isfinite(p.get("fa-only")):
-                    predict_point(p, qloop, platform, named["destination"], engine)
+                    predict_point(p, qloop, platform, named["destination"], engine, cc_fence)
         series.append(Series(named, pts, qloop))
     models = ["closed-form"] + (["des"] if engine else [])
     for s in series:
@@ -97,7 +101,8 @@ def build(rs: RecordSet, platform: Platform, engine: str | None = None) -> FaA2a
     head = _headline(series)
     headline_model = "des" if engine else "closed-form"
     summary = {"experiment": "fa-a2a", "platform": platform.name, "headline_model": headline_model,
-               "des_engine": engine, "n_points": sum(len(s.points) for s in series)}
+               "des_engine": engine, "n_points": sum(len(s.points) for s in series),
+               "cc_fence": (cc_fence or builder.PARAMS["cc_fence"].default) if engine else None}
     if head is not None:
         h = head.summary
         errs = h["errors"][headline_model]

@@ -1,0 +1,200 @@
+"""What does a system-scope fence wait for on the host link? The fence microbenchmark, then FA+A2A's cc.
+
+Four readings of a CTA's fence after its posted host stores (docs/fa-a2a-report.md, "What a
+system-scope fence waits for"):
+
+- ``link``: until the X-Stage is empty: every CTA's bytes, also those accepted while it waits
+  (the ``fa_a2a`` builder's ``cc_fence = "link"``, a threshold-0 link gate on the next mainloop);
+- ``fifo``: until the stage has drained what it had accepted when the fence began (``"fifo"``);
+- ``own``: until the CTA's own bytes have drained (``"own"``, completion coupling: the engines'
+  weighted drain gives each CTA its share, so favoured CTAs finish early);
+- ``own+gate``: ``own``, then the next mainloop's loads held by the platform's load gate (link
+  scope, 328.9 kB) as in the fused kernel. Not a builder option: here the workload is rewritten
+  (X-Stage coupling, the platform gate, and a per-tile counter that each tile signals when its
+  own bytes have drained and the CTA's next tile waits for).
+
+Part 1, the ``fence`` points of the loadgate suite (``hwkernels/loadgate_bench.py``: K CTAs store
+B bytes each at once after a grid barrier, ``fence.sc.sys``, then load 256 KiB;
+``calibration/records/h200-pcie-host-loadgate.jsonl`` and the per-CTA traces): when each CTA's
+fence ends and its loads start (from the barrier: stores issued + fence wait; 20 launches x K
+CTAs) against when the DES's load phase starts (the loadgate point model,
+:mod:`calibration.loadgate_model`) under each reading, and the load phase after the fence
+(measured: at the B = 0 speed). Part 2, the fa-a2a report's cc variant
+(``xsim report --experiment fa-a2a --cc-fence X``): the DES's E_cc per M under each reading and
+the report's errors. Nothing is fitted: the platform is the shipped profile.
+
+    PYTHONPATH=. python benchmarks/cc_fence.py [--part micro|fa|all]
+writes benchmarks/results/cc_fence.txt (atomically).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from provenance import commit_note  # noqa: E402  benchmarks/ is the script's folder
+
+from calibration.fidelity import mape_percent  # noqa: E402
+from calibration.loadgate_model import LOAD, Shape, workload  # noqa: E402
+from calibration.records import load_records, load_shipped_records  # noqa: E402
+from xsim.builders import fa_a2a as builder  # noqa: E402
+from xsim.des import simulate  # noqa: E402
+from xsim.fileio import atomic_write  # noqa: E402
+from xsim.load_gate import LoadGate  # noqa: E402
+from xsim.params import resolve  # noqa: E402
+from xsim.platform import resolve_platform  # noqa: E402
+from xsim.report import fa_a2a  # noqa: E402
+from xsim.workload import Workload  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+RECORDS = ROOT / "calibration" / "records" / "h200-pcie-host-loadgate.jsonl"
+TRACES = ROOT / "calibration" / "records" / "h200-pcie-host-loadgate-traces.npz"
+OUT = ROOT / "benchmarks" / "results" / "cc_fence.txt"
+READINGS = ("link", "fifo", "own", "own+gate")
+BASE_US = 1.0   # the DES's load phase without a gate (only when the loads start is compared)
+
+
+def own_then_gate(w: Workload, gate: LoadGate | None) -> Workload:
+    """``w`` (completion-coupled) as X-Stage coupling with ``gate``, each tile's next tile on the
+    same CTA waiting for a counter the tile signals when its own bytes have drained (where
+    neither already has a counter: a kernel boundary's drain signal covers it)."""
+    sig, wc, wv = w.signal_counter.copy(), w.wait_counter.copy(), w.wait_value.copy()
+    on_drain = w.signal_on_drain.copy()
+    n = w.n_counters
+    for p in range(w.n_producers):
+        for j in range(w.offsets[p], w.offsets[p + 1] - 1):
+            if sig[j] < 0 and wc[j + 1] < 0:
+                sig[j], on_drain[j], wc[j + 1], wv[j + 1] = n, True, n, 1
+                n += 1
+    return dataclasses.replace(w, coupling="xstage", load_gate=gate, signal_counter=sig, wait_counter=wc,
+                               wait_value=wv, signal_on_drain=on_drain, n_counters=n)
+
+
+def fence_workload(shape: Shape, platform, reading: str) -> Workload:
+    if reading in ("link", "fifo"):
+        return workload(shape, platform, LoadGate(0.0, reading))
+    own = dataclasses.replace(workload(shape, platform, None), coupling="completion-coupled")
+    return own if reading == "own" else own_then_gate(own, platform.load_gate)
+
+
+def micro_rows(platform, engine: str) -> list[dict]:
+    rs = load_records([str(RECORDS)])
+    traces = np.load(TRACES)
+    rate = platform.effective_drain_rate_gbps(1) * 1e3   # bytes per us
+    fences = [r for r in rs.select("loadgate") if r.params.get("variant") == "fence" and r.params["ctas"] > 1]
+    base = {r.params["ctas"]: r.stat("load_us", "median") for r in fences if r.params["burst_bytes"] == 0}
+    rows = []
+    for r in fences:
+        p = r.params
+        if p["burst_bytes"] == 0:
+            continue
+        key = f"fence_K{p['ctas']}_B{p['burst_bytes'] // 1024}K_L{p['load_bytes'] // 1024}K"
+        end = (traces[key + "__issued_at_us"] + traces[key + "__wait_us"]).ravel()
+        row = {"k": p["ctas"], "b": p["burst_bytes"], "v_over_r": p["ctas"] * p["burst_bytes"] / rate,
+               "measured": np.percentile(end, [10, 50, 90]), "load": r.stat("load_us", "median"),
+               "base": base[p["ctas"]]}
+        shape = Shape(storers=p["ctas"], burst_bytes=float(p["burst_bytes"]), base_us=BASE_US)
+        for reading in READINGS:
+            w = fence_workload(shape, platform, reading)
+            t = simulate(w, engine=engine, trace=False).times
+            row[reading] = np.percentile(t.mainloop_start[w.kind == LOAD], [10, 50, 90])   # the loads start
+        rows.append(row)
+    return rows
+
+
+def micro_table(rows: list[dict]) -> str:
+    head = "| K x B | V/R | measured p10 / p50 / p90 | " + " | ".join(READINGS) + " |"
+    lines = ["When each CTA's loads start after its fence (us from the barrier; measured: stores issued + fence "
+             "wait, p10 / median / p90 over 20 launches x K CTAs; DES: its next mainloop's start):", "",
+             head, "|" + " --- |" * (3 + len(READINGS))]
+    fmt = "{:.1f} / {:.1f} / {:.1f}".format
+    for r in rows:
+        lines.append(f"| {r['k']} x {r['b'] // 1024} KiB | {r['v_over_r']:.1f} | {fmt(*r['measured'])} | "
+                     + " | ".join(fmt(*r[x]) for x in READINGS) + " |")
+    lines += ["", "MAPE over the points of the loads' start, p10 / median / p90 (measured vs DES):"]
+    for x in READINGS:
+        errs = [mape_percent([r[x][i] for r in rows], [r["measured"][i] for r in rows]) for i in range(3)]
+        lines.append(f"- {x}: {errs[0]:.1f} / {errs[1]:.1f} / {errs[2]:.1f} %")
+    lines += ["", "Load phase after the fence, measured median (us), against the same loads with nothing stored "
+              "(B = 0): the loads run at their own speed once the fence ends (the DES's load phase is its base):"]
+    for k in sorted({r["k"] for r in rows}):
+        mine = [r for r in rows if r["k"] == k]
+        lines.append(f"- K = {k}: " + ", ".join(f"{r['b'] // 1024} KiB {r['load']:.1f}" for r in mine)
+                     + f" (B = 0: {mine[0]['base']:.1f})")
+    return "\n".join(lines)
+
+
+def cc_own_then_gate(platform, engine: str) -> dict:
+    """E_cc per M of the report's headline series with ``own+gate`` (the report's own DES inputs)."""
+    rep = fa_a2a.build(load_shipped_records("fa-a2a", platform.name), platform, engine=None)
+    series = max(rep.series, key=lambda s: len(s.points))
+    q = series.qloop
+    out = {}
+    for p in series.points:
+        s = p.shape
+        params = resolve(builder.PARAMS, {
+            "variant": "cc", "cc_fence": "own", "seq_len": s.seq_len, "batch": s.batch, "heads": s.heads, "sp": s.sp,
+            "head_dim": s.head_dim, "block_m": s.block_m, "block_n": s.block_n, "producers": s.producers,
+            "destination": series.key["destination"], "sigma_us_per_kv_tile": q.sigma_us_per_kv_tile,
+            "qloop_fixed_us": q.fixed_us, "qloop_cv": q.cv, "replays": fa_a2a.DES_REPLAYS}, "cc_fence")
+        w = own_then_gate(builder.build(params, platform), platform.load_gate)
+        out[p.seq_len] = builder.summarize(simulate(w, engine=engine, trace=False), params)["e_res_us"]
+    return out
+
+
+def fa_table(platform, engine: str) -> str:
+    rs = load_shipped_records("fa-a2a", platform.name)
+    reps = {f: fa_a2a.build(rs, platform, engine=engine, cc_fence=f) for f in builder.CC_FENCES}
+    extra = cc_own_then_gate(platform, engine)
+    series = {f: max(r.series, key=lambda s: len(s.points)) for f, r in reps.items()}
+    pts = series["link"].points
+    lines = ["E_cc = T_cc - T_FA per M (us): measured (cc-asm), closed form, DES under each reading:", "",
+             "| M | measured | CF | " + " | ".join(READINGS) + " |", "|" + " --- |" * (3 + len(READINGS))]
+    for i, p in enumerate(pts):
+        des = [series[f].points[i].predicted["des"]["e_cc_us"] for f in builder.CC_FENCES] + [extra[p.seq_len]]
+        lines.append(f"| {p.seq_len} | {p.e_cc_us:.1f} | {p.predicted['closed-form']['e_cc_us']:.1f} | "
+                     + " | ".join(f"{d:.1f}" for d in des) + " |")
+    t_fa, t_cc = [p.get("fa-only") for p in pts], [p.get("cc") for p in pts]
+    cc_og = mape_percent([a + extra[p.seq_len] for a, p in zip(t_fa, pts)], t_cc)
+    mae_og = float(np.mean([abs(extra[p.seq_len] - p.e_cc_us) for p in pts]))
+    lines += ["", "The report's errors (headline series; DES unless said; own+gate computed here the same way):", "",
+              "| reading | cc_time_mape | fused_time_mape | paced_time_mape | e_cc_mae_us | e_res_mae_us |",
+              "| --- | --- | --- | --- | --- | --- |"]
+    cf = series["link"].summary["errors"]["closed-form"]
+    lines.append(f"| closed form | {cf['cc_time_mape']:.2f} | {cf['fused_time_mape']:.2f} "
+                 f"| {cf['paced_time_mape']:.2f} | {cf['e_cc_mae_us']:.1f} | {cf['e_res_mae_us']:.1f} |")
+    for f in builder.CC_FENCES:
+        e = series[f].summary["errors"]["des"]
+        lines.append(f"| {f} | {e['cc_time_mape']:.2f} | {e['fused_time_mape']:.2f} | {e['paced_time_mape']:.2f} "
+                     f"| {e['e_cc_mae_us']:.1f} | {e['e_res_mae_us']:.1f} |")
+    lines.append(f"| own+gate | {cc_og:.2f} | (as own) | (as own) | {mae_og:.1f} | (as own) |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--part", choices=("micro", "fa", "all"), default="all")
+    ap.add_argument("--platform", default="h200-pcie-host")
+    args = ap.parse_args(argv)
+    platform = resolve_platform(args.platform)
+    engine = "fast"
+    parts = [f"# benchmarks/cc_fence.py on {platform.name}, {commit_note()}; DES engine {engine}"]
+    if args.part in ("micro", "all"):
+        parts.append(micro_table(micro_rows(platform, engine)))
+    if args.part in ("fa", "all"):
+        parts.append(fa_table(platform, engine))
+    text = "\n\n".join(parts) + "\n"
+    if args.part == "all":
+        atomic_write(OUT, text)
+    print(text, end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
