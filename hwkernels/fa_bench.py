@@ -68,8 +68,9 @@ def parse_args(argv=None):
     ap.add_argument("--qpf", type=int, default=0, choices=fa.QPFS,
                     help="every variant: the next tile's Q (2: and its first K, V) prefetched "
                          "into L2 at each tile start")
-    ap.add_argument("--qreg", action="store_true",
-                    help="every variant: the next tile's Q loaded during each tile's epilogue")
+    ap.add_argument("--qreg", type=int, default=1, choices=(0, 1),
+                    help="every variant: the next tile's Q loaded during each tile's epilogue "
+                         "(default 1, the shipped kernel; 0: the kernel before it)")
     ap.add_argument("--split", action="store_true",
                     help="fa-only and serial: the last partial wave split along KV (fa_split)")
     ap.add_argument("--pace", type=int, default=8,
@@ -291,7 +292,7 @@ def main(argv=None) -> int:
                            ws=args.ws, pace=args.pace, pace_spread=not args.pace_consecutive,
                            pace_order=args.pace_order, pace_branch=not args.pace_masked,
                            swp=args.swp, emu=args.emu, early=args.early, split=args.split,
-                           lsum=args.lsum, qpf=args.qpf, qreg=args.qreg)
+                           lsum=args.lsum, qpf=args.qpf, qreg=bool(args.qreg))
     except ValueError as exc:
         print(f"fa_bench: {exc}", file=sys.stderr)
         return 2

@@ -51,7 +51,8 @@ class KernelConfig:
     split: bool = False             # fa-only: the last partial wave split along KV (fa_split)
     lsum: bool = False              # softmax row sums as P @ ones on the tensor cores (fa_qloop)
     qpf: int = 0                    # next tile's Q (2: + first K, V) prefetched into L2 (fa.QPFS)
-    qreg: bool = False              # next tile's Q loaded into registers during the epilogue
+    qreg: bool = True               # next tile's Q loaded into registers during the epilogue
+                                    # (shipped since call faspeed2-1; False: the kernel before)
 
     def __post_init__(self):
         if self.num_warps not in (1, 2, 4, 8, 16):
@@ -164,7 +165,7 @@ class Case:
         self.compiled = fa_split.launch_fa_split(
             self.q, self.k, self.v, self.shape, self.out, self._split_ws, programs=self.programs,
             num_warps=c.num_warps, num_stages=c.num_stages, tma=c.tma, emu=c.emu,
-            early=c.early, lsum=c.lsum)
+            early=c.early, lsum=c.lsum, qreg=c.qreg)
 
     def _a2a(self, src, slot):
         fa.launch_a2a_store(src, self.bufs[slot], self.shape, self.programs, self.cfg.a2a_warps)
