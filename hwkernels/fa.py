@@ -20,6 +20,7 @@ MODE_LOCAL, MODE_FUSED, MODE_CC, MODE_PACED = 0, 1, 2, 3
 ORDERS = {"default": 0, "remote-first": 1}  # fa_layout.tiles | fa_layout.remote_first_coords
 PACES = (1, 2, 4, 8, 16)
 EMUS = (0, 1, 2, 3, 4)                     # softmax exp2 elements of 8 on the FMA pipe (fa_exp2)
+QPFS = (0, 1, 2)                           # L2 prefetch at tile start: none | next Q | + first K, V
 FENCES = {"asm": 1, "atomic": 2}          # completion-coupled: fence.sc.sys | release atomic
 STAMP_WORDS = 6
 ATOL = 2e-2                                # bf16 output vs the float32 reference
@@ -165,13 +166,15 @@ def launch_fa(q, k, v, shape: FAShape, mode: int, out=None, bufs: OwnerBuffers |
               num_warps: int = 8, num_stages: int = 3, tma: bool = False, pace: int = 0,
               spread: bool = True, stage=None, order: str = "default", flatten: bool = False,
               ws: bool = False, branch: bool = True, swp: bool = False, emu: int = 0,
-              early: bool = False, lsum: bool = False):
+              early: bool = False, lsum: bool = False, qpf: int = 0, qreg: bool = False):
     """Enqueue fa_fwd_kernel (no sync). mode 0 writes `out` [batch, HL, M, d]; modes 1, 2, 3
     write `bufs`. stamps (int64 [n_tiles, 6]) turns the per-tile instrumentation on. mode 3
     (paced) needs pace (row chunks per tile, one of PACES) and `stage` (>= programs * b_m * d
     elements of the output dtype, HBM). swp: the Q-loop software-pipelined by one KV step
     (fa_qloop._qloop_swp). emu: exp2 of `emu` of every 8 softmax elements on the FMA pipe
-    (EMUS). lsum: the softmax row sums as P @ ones on the tensor cores (fa_qloop). Returns Triton's handle of the compiled kernel."""
+    (EMUS). lsum: the softmax row sums as P @ ones on the tensor cores (fa_qloop). qpf: the
+    program's next tile's Q (2: and its first K, V tiles) prefetched into L2 at each tile start
+    (QPFS); qreg: the next tile's Q loaded into registers during each tile's epilogue. Returns Triton's handle of the compiled kernel."""
     from .fa_kernels import fa_fwd_kernel
 
     upcast = _interpreter_compat()
@@ -189,6 +192,8 @@ def launch_fa(q, k, v, shape: FAShape, mode: int, out=None, bufs: OwnerBuffers |
         pace, stage = 0, None
     if emu not in EMUS or (emu and swp):
         raise ValueError(f'"emu" must be one of {EMUS} (0 with swp), got {emu!r}.')
+    if qpf not in QPFS:
+        raise ValueError(f'"qpf" must be one of {QPFS}, got {qpf!r}.')
     if fence not in FENCES:
         raise ValueError(f'"fence" must be one of {sorted(FENCES)}, got {fence!r}.')
     if mode == MODE_LOCAL:
@@ -212,7 +217,7 @@ def launch_fa(q, k, v, shape: FAShape, mode: int, out=None, bufs: OwnerBuffers |
                         CHUNK=shape.block_m // pace if pace else shape.block_m,
                         ORDER=ORDERS[order], FLATTEN=flatten, WS=ws, BRANCH=bool(branch),
                         SWP=bool(swp), EMU=int(emu), EARLY=bool(early), LSUM=bool(lsum),
-                        num_warps=num_warps, num_stages=num_stages)
+                        QPF=int(qpf), QREG=bool(qreg), num_warps=num_warps, num_stages=num_stages)
 
 
 def launch_a2a_store(out, bufs: OwnerBuffers, shape: FAShape, programs: int = 132,

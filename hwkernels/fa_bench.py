@@ -65,6 +65,12 @@ def parse_args(argv=None):
     ap.add_argument("--early", action="store_true", help="softmax: alpha and the rescale first")
     ap.add_argument("--lsum", action="store_true",
                     help="softmax row sums as P @ ones on the tensor cores (fa_qloop LSUM)")
+    ap.add_argument("--qpf", type=int, default=0, choices=fa.QPFS,
+                    help="every variant: the next tile's Q (2: and its first K, V) prefetched "
+                         "into L2 at each tile start")
+    ap.add_argument("--qreg", type=int, default=1, choices=(0, 1),
+                    help="every variant: the next tile's Q loaded during each tile's epilogue "
+                         "(default 1, the shipped kernel; 0: the kernel before it)")
     ap.add_argument("--split", action="store_true",
                     help="fa-only and serial: the last partial wave split along KV (fa_split)")
     ap.add_argument("--pace", type=int, default=8,
@@ -172,7 +178,7 @@ def params_of(case: Case, variant: str, replays: int, graph: bool, target: str) 
          "replays": replays, "graph": graph, "num_warps": c.num_warps,
          "num_stages": c.num_stages, "tma": c.tma, "variant": variant, "flatten": c.flatten,
          "ws": c.ws, "swp": c.swp, "tile_order": "default", "emu": c.emu, "early": c.early,
-         "lsum": c.lsum,
+         "lsum": c.lsum, "qpf": c.qpf, "qreg": c.qreg,
          "split": c.split and variant in ("fa-only", "serial")}
     if variant.startswith("cc-"):
         p["fence"] = variant[3:]
@@ -286,7 +292,7 @@ def main(argv=None) -> int:
                            ws=args.ws, pace=args.pace, pace_spread=not args.pace_consecutive,
                            pace_order=args.pace_order, pace_branch=not args.pace_masked,
                            swp=args.swp, emu=args.emu, early=args.early, split=args.split,
-                           lsum=args.lsum)
+                           lsum=args.lsum, qpf=args.qpf, qreg=bool(args.qreg))
     except ValueError as exc:
         print(f"fa_bench: {exc}", file=sys.stderr)
         return 2

@@ -62,6 +62,17 @@ FA_EXTRA = {f"{base}{'-l' * ls}{'-a' * a}{f'-e{k}' * bool(k)}{'-s' * sp}":
 # "<entry>-e0": every exp2 on MUFU (the kernel shipped before it)
 FA_EXTRA.update({f"{base}-e0": (base, {"lsum": False, "early": False, "emu": 0, "split": False})
                  for base in ("base", "bm64x2")})
+# "<entry>-q<k>": the next tile's Q (k = 2: and its first K, V) prefetched into L2 at each tile
+# start (qpf, without qreg); "-r": the next tile's Q loaded into registers during the epilogue
+# (qreg, shipped since call faspeed2-1: the other names get it from KernelConfig); "-r0": the
+# kernel shipped before it (run 3)
+FA_EXTRA.update({f"{base}{'-r' * r}{f'-q{k}' * bool(k)}":
+                 (base, {"lsum": False, "early": False, "emu": 1, "split": False, "qpf": k,
+                         "qreg": r})
+                 for base in ("base", "bm64x2") for r in (False, True) for k in (0, 1, 2)
+                 if r or k})
+FA_EXTRA.update({f"{base}-r0": (base, {"lsum": False, "early": False, "emu": 1, "split": False,
+                                       "qpf": 0, "qreg": False}) for base in ("base", "bm64x2")})
 
 
 def fa_config(name: str) -> tuple:

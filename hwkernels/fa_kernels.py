@@ -41,6 +41,11 @@ EMU: the softmax's exp2 with EMU of every 8 elements on the FMA pipe (fa_exp2; 0
 the non-SWP Q-loop only; the launchers' KernelConfig ships 1). LSUM: the row sums as P @ ones
 on the tensor cores (fa_qloop._qloop_raw; measured slower, off by default). EARLY: the softmax's alpha and acc rescale first
 (fa_qloop._softmax_step).
+QPF (prefetch, sm_90 only, skipped under UPCAST): at each tile start one thread issues a bulk L2
+prefetch (cp.async.bulk.prefetch.L2) of the program's next tile's Q (32 KB contiguous), QPF 2
+also of that tile's first K and V tiles; no registers held. QREG: the next tile's Q loaded into
+registers right after the Q-loop (in flight during the epilogue) and carried across the
+persistent loop, so a tile starts with its Q at hand (the first tile's before the loop).
 TMA: K and V tiles through tensor descriptors (tl.make_tensor_descriptor; Hopper TMA) instead of
 pointer loads; the launcher sets triton's allocator for the descriptors' scratch.
 UPCAST (the launcher sets it under TRITON_INTERPRET=1 only): the interpreter keeps bf16 as raw
@@ -75,6 +80,28 @@ def _clock64():
 def _fence_sc_sys():
     return tl.inline_asm_elementwise("fence.sc.sys;\n\tmov.u32 $0, 0;", "=r", [],
                                      dtype=tl.int32, is_pure=False, pack=1)
+
+
+@triton.jit
+def _prefetch_l2(ptr, nbytes):
+    # One bulk L2 prefetch of nbytes contiguous bytes at ptr (16-aligned, a multiple of 16),
+    # issued by thread 0 (cp.async.bulk.prefetch.L2, sm_90): no registers held, no wait.
+    return tl.inline_asm_elementwise(
+        "{\n\t.reg .pred p;\n\t.reg .b32 t;\n\tmov.u32 t, %tid.x;\n\tsetp.eq.u32 p, t, 0;\n\t"
+        "@p cp.async.bulk.prefetch.L2.global [$1], $2;\n\tmov.u32 $0, 0;\n\t}",
+        "=r,l,r", [ptr.to(tl.int64, bitcast=True), nbytes], dtype=tl.int32, is_pure=False,
+        pack=1)
+
+
+@triton.jit
+def _next_rows(tile, programs, n_tiles, hl, seq, sp, rank, BLOCK_M: tl.constexpr,
+               D: tl.constexpr, ORDER: tl.constexpr):
+    # The program's next tile (its last tile again at the end: in bounds, never used):
+    # (element offset of its first Q row, of its (b, h)'s first K/V row).
+    nxt = tl.minimum(tile + programs, n_tiles - 1)
+    b, h, m0 = _ordered_coords(nxt, hl, seq, sp, rank, n_tiles, BLOCK_M, ORDER)
+    kv_base = ((b * hl + h) * seq).to(tl.int64) * D
+    return kv_base + m0.to(tl.int64) * D, kv_base
 
 
 @triton.jit
@@ -153,7 +180,8 @@ def fa_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, remote_ptr, stamps_ptr, flags_pt
                   CHUNK: tl.constexpr, ORDER: tl.constexpr, FLATTEN: tl.constexpr,
                   WS: tl.constexpr, BRANCH: tl.constexpr, DELTA: tl.constexpr = False,
                   SWP: tl.constexpr = False, EMU: tl.constexpr = 0,
-                  EARLY: tl.constexpr = False, LSUM: tl.constexpr = False):
+                  EARLY: tl.constexpr = False, LSUM: tl.constexpr = False,
+                  QPF: tl.constexpr = 0, QREG: tl.constexpr = False):
     pid = tl.program_id(0)
     offs_m = tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
@@ -171,6 +199,13 @@ def fa_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, remote_ptr, stamps_ptr, flags_pt
                                            block_shape=[BLOCK_N, D])
         desc_v = tl.make_tensor_descriptor(v_ptr, shape=[rows_total, D], strides=[D, 1],
                                            block_shape=[BLOCK_N, D])
+    q_tile = offs_m[:, None].to(tl.int64) * D + offs_d[None, :]
+    if QREG:   # the first tile's Q; each tile then loads the next one's (below)
+        q_next, _ = _next_rows(pid - programs, programs, n_tiles, hl, seq, sp, rank, BLOCK_M,
+                               D, ORDER)
+        q = tl.load(q_ptr + q_next + q_tile)
+        if UPCAST:
+            q = q.to(tl.float32)
     for tile in tl.range(pid, n_tiles, programs, flatten=FLATTEN, warp_specialize=WS):
         if INSTR:
             _stamp(stamps_ptr, tile, 0)
@@ -178,9 +213,17 @@ def fa_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, remote_ptr, stamps_ptr, flags_pt
         kv_row0 = (b * hl + h) * seq
         kv_base = kv_row0.to(tl.int64) * D
         q_rows = kv_base + (m0 + offs_m)[:, None].to(tl.int64) * D + offs_d[None, :]
-        q = tl.load(q_ptr + q_rows)
-        if UPCAST:
-            q = q.to(tl.float32)
+        if not QREG:
+            q = tl.load(q_ptr + q_rows)
+            if UPCAST:
+                q = q.to(tl.float32)
+        if QPF > 0 and not UPCAST:   # the next tile's Q (QPF 2: and its first K, V) into L2
+            q_next, kv_next = _next_rows(tile, programs, n_tiles, hl, seq, sp, rank, BLOCK_M,
+                                         D, ORDER)
+            _prefetch_l2(q_ptr + q_next, BLOCK_M * D * 2)
+            if QPF == 2:
+                _prefetch_l2(k_ptr + kv_next, BLOCK_N * D * 2)
+                _prefetch_l2(v_ptr + kv_next, BLOCK_N * D * 2)
         if SWP:
             o_tile = _qloop_swp(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n,
                                 offs_d, qk_scale, my_stage, remote_ptr, pend_off, pend,
@@ -191,6 +234,11 @@ def fa_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, remote_ptr, stamps_ptr, flags_pt
                             offs_d, qk_scale, my_stage, remote_ptr, pend_off, pend, pace_stride,
                             row_stride, offs_c, BLOCK_M, BLOCK_N, D, UPCAST, TMA, PACE, CHUNK,
                             BRANCH, EMU, EARLY, LSUM)
+        if QREG:   # the next tile's Q in flight during this tile's epilogue
+            q_next, _ = _next_rows(tile, programs, n_tiles, hl, seq, sp, rank, BLOCK_M, D, ORDER)
+            q = tl.load(q_ptr + q_next + q_tile)
+            if UPCAST:
+                q = q.to(tl.float32)
         o_tile = o_tile.to(out_ptr.dtype.element_ty)
         if INSTR:
             _stamp(stamps_ptr, tile, 1)

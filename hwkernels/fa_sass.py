@@ -140,7 +140,7 @@ def _ptxas_info(ptx: str) -> dict:
 
 
 def compile_offline(mode=0, block_m=128, block_n=128, warps=8, stages=3, swp=False, pace=0,
-                    d=128, emu=0, early=False, lsum=False):
+                    d=128, emu=0, early=False, lsum=False, qpf=0, qreg=False):
     """fa_fwd_kernel compiled for sm_90 as the launcher specializes it (16-aligned pointers and
     sizes), TMA on; returns Triton's CompiledKernel (asm: ttgir, ptx, cubin)."""
     import triton
@@ -153,7 +153,8 @@ def compile_offline(mode=0, block_m=128, block_n=128, warps=8, stages=3, swp=Fal
     const = dict(D=d, BLOCK_M=block_m, BLOCK_N=block_n, MODE=mode, FENCE=2, INSTR=False,
                  UPCAST=False, TMA=True, PACE=pace, CHUNK=block_m // pace if pace else block_m,
                  ORDER=1 if mode == 3 else 0, FLATTEN=False, WS=False, BRANCH=True,
-                 DELTA=False, SWP=swp, EMU=emu, EARLY=early, LSUM=lsum)
+                 DELTA=False, SWP=swp, EMU=emu, EARLY=early, LSUM=lsum,
+                 QPF=qpf, QREG=qreg)
     sig = {n: "*bf16" for n in ("q_ptr", "k_ptr", "v_ptr", "out_ptr", "remote_ptr", "stage_ptr")}
     sig.update(stamps_ptr="*i64", flags_ptr="*i32", delta_ptr="*i64", qk_scale="fp32")
     sig.update({n: "i32" for n in ("n_tiles", "programs", "rank", "hl", "seq", "sp",
@@ -179,12 +180,16 @@ def main(argv=None) -> int:
     ap.add_argument("--emu", type=int, default=0, help="softmax exp2 elements of 8 on the FMA pipe")
     ap.add_argument("--early", action="store_true", help="softmax: alpha and the rescale first")
     ap.add_argument("--lsum", action="store_true", help="softmax row sums as P @ ones (wgmma)")
+    ap.add_argument("--qpf", type=int, default=0, choices=(0, 1, 2),
+                    help="next tile's Q (2: and first K, V) prefetched into L2")
+    ap.add_argument("--qreg", action="store_true", help="next tile's Q loaded during the epilogue")
     ap.add_argument("--sass-out", default="", help="also write the SASS here")
     args = ap.parse_args(argv)
     try:
         k = compile_offline(args.mode, args.block_m, args.block_n, args.num_warps,
                             args.num_stages, args.swp, args.pace if args.mode == 3 else 0,
-                            emu=args.emu, early=args.early, lsum=args.lsum)
+                            emu=args.emu, early=args.early, lsum=args.lsum,
+                            qpf=args.qpf, qreg=args.qreg)
     except Exception as exc:  # noqa: BLE001 - one line, exit 2
         print(f"fa_sass: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}", file=sys.stderr)
         return 2

@@ -154,9 +154,9 @@ def fa_split_kernel(q_ptr, k_ptr, v_ptr, out_ptr, part_ptr, lse_ptr, count_ptr, 
 
 def launch_fa_split(q, k, v, shape, out, ws: SplitWorkspace, programs: int = 132,
                     num_warps: int = 8, num_stages: int = 3, tma: bool = False, emu: int = 0,
-                    early: bool = False, lsum: bool = False):
+                    early: bool = False, lsum: bool = False, qreg: bool = False):
     """Enqueue FA-only with the wave tail split (no sync); without a split (split_plan gives 1)
-    the shipped fa_fwd_kernel MODE 0. Returns Triton's handle of the compiled kernel."""
+    the shipped fa_fwd_kernel MODE 0 (with `qreg`; the split kernel itself has no QREG). Returns Triton's handle of the compiled kernel."""
     import math
 
     from . import fa
@@ -166,7 +166,7 @@ def launch_fa_split(q, k, v, shape, out, ws: SplitWorkspace, programs: int = 132
     if n_split == 1:
         return fa.launch_fa(q, k, v, shape, fa.MODE_LOCAL, out=out, programs=programs,
                             num_warps=num_warps, num_stages=num_stages, tma=tma, emu=emu,
-                            early=early, lsum=lsum)
+                            early=early, lsum=lsum, qreg=qreg)
     grid = min(programs, n_full + (shape.n_tiles - n_full) * n_split)
     if ws.count.numel() < grid or ws.part.shape[1:] != (shape.block_m, shape.head_dim):
         raise ValueError('"ws" is smaller than programs x block_m x head_dim.')

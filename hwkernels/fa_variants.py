@@ -50,6 +50,9 @@ class KernelConfig:
     early: bool = False             # softmax: alpha and the acc rescale first (fa_qloop)
     split: bool = False             # fa-only: the last partial wave split along KV (fa_split)
     lsum: bool = False              # softmax row sums as P @ ones on the tensor cores (fa_qloop)
+    qpf: int = 0                    # next tile's Q (2: + first K, V) prefetched into L2 (fa.QPFS)
+    qreg: bool = True               # next tile's Q loaded into registers during the epilogue
+                                    # (shipped since call faspeed2-1; False: the kernel before)
 
     def __post_init__(self):
         if self.num_warps not in (1, 2, 4, 8, 16):
@@ -60,6 +63,8 @@ class KernelConfig:
             raise ValueError(f'"pace" must be one of {fa.PACES}, got {self.pace}.')
         if self.pace_order not in fa.ORDERS:
             raise ValueError(f'"pace_order" must be one of {sorted(fa.ORDERS)}, got {self.pace_order!r}.')
+        if self.qpf not in fa.QPFS:
+            raise ValueError(f'"qpf" must be one of {fa.QPFS}, got {self.qpf}.')
         if self.emu not in fa.EMUS:
             raise ValueError(f'"emu" must be one of {fa.EMUS}, got {self.emu}.')
 
@@ -151,7 +156,7 @@ class Case:
                      num_stages=c.num_stages, tma=c.tma, pace=c.pace, spread=c.pace_spread,
                      stage=self.stage, order=c.pace_order if mode == fa.MODE_PACED else "default",
                      flatten=c.flatten, ws=c.ws, branch=c.pace_branch, swp=c.swp,
-                     emu=c.emu, early=c.early, lsum=c.lsum)
+                     emu=c.emu, early=c.early, lsum=c.lsum, qpf=c.qpf, qreg=c.qreg)
 
     def _fa_split(self):
         from . import fa_split
@@ -160,7 +165,7 @@ class Case:
         self.compiled = fa_split.launch_fa_split(
             self.q, self.k, self.v, self.shape, self.out, self._split_ws, programs=self.programs,
             num_warps=c.num_warps, num_stages=c.num_stages, tma=c.tma, emu=c.emu,
-            early=c.early, lsum=c.lsum)
+            early=c.early, lsum=c.lsum, qreg=c.qreg)
 
     def _a2a(self, src, slot):
         fa.launch_a2a_store(src, self.bufs[slot], self.shape, self.programs, self.cfg.a2a_warps)

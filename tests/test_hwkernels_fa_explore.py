@@ -36,7 +36,9 @@ def test_extra_configs_and_the_auto_var_pick():
     assert fa_config("base-a-e2-s") == (FA_CONFIGS["base"], {"lsum": False, "early": True, "emu": 2,
                                                           "split": True})
     assert fa_config("bm64x2") == (FA_CONFIGS["bm64x2"], {})
-    assert "base" not in FA_EXTRA and len(FA_EXTRA) == 2 * 39 + 2   # + base-e0, bm64x2-e0
+    assert "base" not in FA_EXTRA and len(FA_EXTRA) == 2 * 39 + 2 + 2 * 6  # + -e0, -r/-q<k>, -r0
+    assert fa_config("base-r-q1") == (FA_CONFIGS["base"], {"lsum": False, "early": False, "emu": 1,
+                                                        "split": False, "qpf": 1, "qreg": True})
     rows = [_row(n, m, t, section="fa") for m in (1, 2) for n, t in
             (("cudnn", 8.0), ("base", 10.0), ("base-e1", 9.0), ("base-a-e2", 9.5 + (m == 2) * 2),
              ("base-e2-s", 1.0), ("bm64x2-e1", 1.0), ("base-e3", 8.5 if m == 1 else 0.0))]
