@@ -43,18 +43,18 @@ def lead_picks(platform) -> dict:
     return out
 
 
-def lead_source(pick, platform) -> str:
+def lead_source(pick, platform, note: str) -> str:
     cands = ", ".join(f"{lead}: {t:.0f} us" for _, lead, t in pick.candidates)
     seeds = f"{pick.spread_seeds[0]}-{pick.spread_seeds[1]}"
-    return (f"the what-if tool's pick (xsim/moe/lead.py, benchmarks/moe_catalog.py --write, {commit_note()}): "
+    return (f"the what-if tool's pick (xsim/moe/lead.py, benchmarks/moe_catalog.py --write, {note}): "
             f"the lowest DES interleaved kernel time on {platform.name}, mean over spread seeds {seeds}, among "
             f"{'/'.join(f'{m:g}' for m in MULTIPLES)} x D_knee = {pick.d_knee:.2f} rows ({cands}); "
             f"the default ceil(2 D_knee) is {pick.default}; no measurement at any lead entered")
 
 
-def lead_table(picks: dict, platform) -> str:
+def lead_table(picks: dict, platform, note: str) -> str:
     lines = [f"Algorithm 1 lead picked by the DES on {platform.name} (interleaved kernel us, mean over spread seeds "
-             f"of the report; {commit_note()})",
+             f"of the report; {note})",
              f"{'scenario':42s} {'D_knee':>6s} {'default':>7s} {'pick':>4s} {'gain':>6s}  lead:us ..."]
     for name, pk in picks.items():
         gain = pk.predicted_us(pk.default) / pk.predicted_us(pk.lead)
@@ -82,11 +82,12 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
     args = parser.parse_args()
     platform = catalog.host_platform()
+    note = commit_note()      # before any file is written
     picks = lead_picks(platform)
     rows = [evaluate(e, platform, picks[e.name].lead) for e in catalog.ONE_GPU]
     header = (f"one-GPU MoE catalog on {platform.name} (R {platform.drain_rate_gbps:g} GB/s, "
               f"Q(132) {platform.capacity_bytes(132):.0f} B, T_iss0(132, 32 KiB) {platform.t_iss0_us(132, 32768):.3g} us; "
-              f"mainloops: {rows[0]['compute_model']}; fast engine; {commit_note()})")
+              f"mainloops: {rows[0]['compute_model']}; fast engine; {note})")
     lines = [header, f"{'scenario':42s} {'intended':9s} {'eq.14':9s} {'T_L1':>6s} {'T_L2':>6s} {'lead':>4s} "
              f"{'wave us':>8s} {'int us':>8s} {'speedup':>7s} {'no-link':>7s} {'span w/i med us':>15s}"]
     for r in rows:
@@ -101,7 +102,7 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "moe_catalog.txt").write_text(text)
     (args.out / "moe_catalog.json").write_text(json.dumps({"platform": platform.name, "rows": rows}, indent=2) + "\n")
-    picked = lead_table(picks, platform)
+    picked = lead_table(picks, platform, note)
     print(picked, end="")
     (args.out / "moe_lead_pick.txt").write_text(picked)
     (args.out / "moe_lead_pick.json").write_text(json.dumps(
@@ -110,7 +111,7 @@ def main() -> None:
         for entry in catalog.ONE_GPU:
             pk = picks[entry.name]
             Path("scenarios", f"{entry.name}.toml").write_text(
-                catalog.scenario_toml(entry, pk.lead, lead_source(pk, platform)))
+                catalog.scenario_toml(entry, pk.lead, lead_source(pk, platform, note)))
         for entry in catalog.PAPER:
             Path("scenarios", f"{entry.name}.toml").write_text(catalog.scenario_toml(entry))
 

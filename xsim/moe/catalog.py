@@ -148,9 +148,10 @@ def scenario_toml(entry: Entry, lead: int | None = None, lead_source: str = "") 
                     "zipf": f"seeded Zipf over experts, s = {ZIPF_SKEW} (the paper does not give its skew)",
                     "hot": f"one seeded hot expert in {HOT_SHARE:.0%} of the tokens"}[entry.routing],
         "skew": "see routing", "seed": "routing seed",
-        "schedule": "both schedules: expert waves and Algorithm 1 (lead: see lead; without one ceil(2 D_knee))",
+        "schedule": "both schedules: expert waves and Algorithm 1 (lead ceil(2 D_knee))",
     }
     if "lead" in p:
+        sources["schedule"] = "both schedules: expert waves and Algorithm 1 (its lead: see lead)"
         sources["lead"] = lead_source or "the what-if tool's pick (xsim.moe.lead, benchmarks/moe_catalog.py --write)"
     lines = [f'name = "{entry.name}"', 'builder = "moe"',
              f'description = "MoE layer {entry.family} ({entry.precision}, {entry.routing} routing, '
