@@ -2,7 +2,7 @@
 
     python -m hwkernels.moe_bench --out RECORDS.jsonl --target host [--configs A,B|x.toml]
            [--trials 20] [--phases kernel,signal,gemm,mainloop] [--tune] [--suite full|quick]
-           [--combine host|local]
+           [--combine host|local] [--lead scenario|default|candidates|N,...]
 
 kernel (kind "kernel"): for each config and both schedules (order rotated per config), the
 destination is poisoned (NaN), the kernel runs, the Combine output is checked against the
@@ -21,6 +21,9 @@ one per config x schedule x tile kind) of the fused kernel's own per-tile times:
 mainloop, and for L1 its fixed costs (wait before the mainloop, nothing to wait for; the
 activation store; the release), for L2 the local Combine store. These carry no link
 information: xsim.moe.compute_fit prefers them over the GEMM-only records.
+--lead: the interleaved table at each listed lead (records carry it): scenario (default; the
+config's own, the shipped one-GPU scenarios' pick of the what-if tool), default (ceil(2 D_knee)),
+candidates (every lead the pick chose among), N rows; the wave table once per config.
 --target host: one process (ep = 1). --target peer, N >= 2 ranks under torchrun: EP = N as
 moe_dist.py says (Dispatch all-to-all outside the timed kernel, Combine into each token's
 rank's buffer, each rank checks what it received; per-trial kernel time = max over ranks; rank
@@ -36,7 +39,7 @@ from dataclasses import replace
 from . import moe, moe_dist, moe_reference, records
 from .moe_stamps import FUSED_RECORD_STATS, kernel_samples
 from .moe_bench_gemm import gemm_phase, read_settings, tune, write_settings
-from .moe_catalog import load_configs
+from .moe_catalog import leads_for, load_configs, parse_leads
 from .platform_info import smi_sm_clock_mhz
 from .ranks import SOLO
 from .stats import summarize
@@ -76,6 +79,8 @@ def parse_args(argv=None):
     ap.add_argument("--settings", default="", help="use the settings of a --tune-out file")
     ap.add_argument("--combine", choices=("host", "local"), default="host",
                     help="local: Combine into device memory (the no-link control)")
+    ap.add_argument("--lead", default="scenario",
+                    help="interleaved leads: scenario, default, candidates or rows, comma-separated")
     ap.add_argument("--budget-s", type=float, default=0.0,
                     help="stop starting new points after this many seconds (0: no limit)")
     return ap.parse_args(argv)
@@ -84,6 +89,7 @@ def parse_args(argv=None):
 class Bench:
     ranks = SOLO        # N > 1: hwkernels.ranks.Ranks
     dest = None         # N > 1: the peer destination (every rank's receive buffer)
+    leads = ("scenario",)   # --lead, parsed (moe_catalog.parse_leads)
 
     def __init__(self, args, ranks=None, dest=None):
         import torch
@@ -97,6 +103,7 @@ class Bench:
         self._platform = None
         self.commit, self.dirty = records.run_commit()
         self.settings = dict(SETTINGS)
+        self.leads = getattr(args, "leads", self.leads)
         self.rows = []
         self.t0 = time.time()
 
@@ -161,7 +168,7 @@ def _local_out(shape, device):
 
 
 def run_kernel(b: Bench, cfg, data, lay, ref, out, cpu_out, schedule, signal=0,
-               rank_outs=None):
+               rank_outs=None, lead=None):
     """One (config, schedule): checked, timed; returns (ok, err, stats, table).
 
     Stamped trials give every statistic; then the same table without stamps (checked once,
@@ -176,7 +183,7 @@ def run_kernel(b: Bench, cfg, data, lay, ref, out, cpu_out, schedule, signal=0,
     from .moe_gemm import _events_us
 
     shape = cfg.shape
-    table = schedule_table(shape, lay, schedule, n_streams=b.sms)
+    table = schedule_table(shape, lay, schedule, n_streams=b.sms, lead=lead)
     table.validate()
     kc = b.settings[shape.precision]
     conf = replace(kc, signal=signal, stamps=True)
@@ -245,26 +252,29 @@ def _one_config(b: Bench, i, cfg, cache, signal_too):
         lay = expert_layout(s, route(s, cfg.routing, cfg.skew, cfg.seed))
         ref = moe_reference.reference(data, lay, s.topk)
         out, cpu_out, _buf = (_local_out if local else _host_out)(s, b.device)
-    order = ("wave", "interleaved") if i % 2 == 0 else ("interleaved", "wave")
+    leads = getattr(b.args, "leads", b.leads)
+    points = [("interleaved", lead) for lead in leads_for(cfg, leads, b.sms)]
+    points = [("wave", None)] + points if i % 2 == 0 else points + [("wave", None)]
     kind = "kernel_local" if local else "kernel"
-    for schedule in order:
+    for schedule, lead in points:
         ok, err, stats, table = run_kernel(b, cfg, data, lay, ref, out, cpu_out, schedule,
-                                           rank_outs=rank_outs)
+                                           rank_outs=rank_outs, lead=lead)
         dest = "local" if local else b.args.target
         params = cfg.params(schedule, table.lead, dest) | b.cfg_params(s.precision)
         b.record(kind, params, stats, {"ok": ok, "max_abs_err": err})
-        b.rows.append((kind, cfg.name, schedule, ok, stats))
+        label = schedule if lead is None else f"int@{lead:g}"
+        b.rows.append((kind, cfg.name, label, ok, stats))
         if local:
             _fused_mainloop_records(b, cfg, params, stats, ok)
             continue
         if signal_too and ok:
             ok2, err2, st2, _ = run_kernel(b, cfg, data, lay, ref, out, cpu_out, schedule, 1,
-                                           rank_outs)
+                                           rank_outs, lead)
             keep = None if st2 is None else {k: st2[k] for k in ("kernel_us", "signal_us",
                                                                   "span_us", "wait_us")}
             b.record("signal", params | {"signal": "relaxed"}, keep,
                      {"ok": ok2, "max_abs_err": err2})
-            b.rows.append(("signal", cfg.name, schedule, ok2, st2))
+            b.rows.append(("signal", cfg.name, label, ok2, st2))
 
 
 def _fused_mainloop_records(b: Bench, cfg, params, stats, ok):
@@ -329,6 +339,11 @@ def main(argv=None):
     phases = {p for p in args.phases.split(",") if p}
     if phases - set(PHASES):
         print(f'"phases" must be among {PHASES}', file=sys.stderr)
+        return 2
+    try:
+        args.leads = parse_leads(args.lead)
+    except ValueError as e:
+        print(f"hwkernels.moe_bench: {e}", file=sys.stderr)
         return 2
     configs = load_configs(args.configs)
     try:

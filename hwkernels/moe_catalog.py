@@ -4,7 +4,8 @@
                                                module exists (moesim's catalog), else BUILTIN
     load_configs("moe1-...,qwen3-bf16-zipf,x.toml")  catalog or built-in names, TOML files
 
-A TOML config gives the MoEShape fields, a routing kind, skew and seed at the top level, in
+A TOML config gives the MoEShape fields, a routing kind, skew and seed (and optionally
+Algorithm 1's ``lead``, the shipped one-GPU scenarios' pick of the what-if tool) at the top level, in
 a [params] table (the shipped scenarios' layout), or in [shape] and [routing] tables
 (routing.kind); a file may hold several configs as [[config]] entries. The built-in shapes are stand-ins with the layer sizes of public
 models (hidden, moe intermediate, experts, top-k from their published configs): Qwen3-235B
@@ -32,6 +33,7 @@ class Config:
     routing: str = "balanced"
     skew: float = 0.0
     seed: int = 0
+    lead: float | None = None     # Algorithm 1's lead (None: the scheduler's default)
 
     def params(self, schedule: str, lead: float, destination: str) -> dict:
         s = self.shape
@@ -75,9 +77,10 @@ def _from_table(t: dict, default_name: str) -> Config:
         kind, skew, seed = r.get("kind", "balanced"), r.get("skew", 0.0), r.get("seed", 0)
     else:
         kind, skew, seed = r, t.get("skew", 0.0), t.get("seed", 0)
+    lead = t.get("lead")
     return Config(str(t.get("name", default_name)),
                   MoEShape(**{k: v for k, v in shape.items() if k in SHAPE_FIELDS}), kind,
-                  float(skew), int(seed))
+                  float(skew), int(seed), None if lead is None else float(lead))
 
 
 def load_toml(path: Path) -> list[Config]:
@@ -103,4 +106,45 @@ def load_configs(spec: str) -> list[Config]:
             out.extend(load_toml(Path(item)))
         else:
             raise ValueError(f'"configs": unknown config {item!r} (not built in, not a .toml)')
+    return out
+
+
+LEAD_WORDS = ("scenario", "default", "candidates")
+
+
+def parse_leads(spec: str) -> tuple:
+    """``--lead``: comma-separated words of LEAD_WORDS or whole numbers of rows >= 1 (ValueError, one line)."""
+    items = tuple(s.strip() for s in spec.split(",") if s.strip())
+    if not items:
+        raise ValueError('"lead" must name at least one lead')
+    out = []
+    for item in items:
+        if item in LEAD_WORDS:
+            out.append(item)
+        elif item.isdigit() and int(item) >= 1:
+            out.append(int(item))
+        else:
+            raise ValueError(f'"lead" items must be {", ".join(LEAD_WORDS)} or whole numbers >= 1, got {item!r}')
+    return tuple(out)
+
+
+def leads_for(cfg: Config, items: tuple, n_streams: int) -> list[float]:
+    """The interleaved leads to run for ``cfg``, in order, each once: ``scenario`` is the config's
+    own lead (the scheduler's default without one), ``default`` ceil(2 D_knee), ``candidates``
+    every candidate lead of the what-if tool's pick (xsim.moe.lead), a number that many rows."""
+    from xsim.moe.lead import candidate_leads
+    from xsim.moe.schedule import d_knee, default_lead
+
+    default = float(default_lead(cfg.shape, n_streams))
+    out: list[float] = []
+    for item in items:
+        if item == "scenario":
+            new = [default if cfg.lead is None else float(cfg.lead)]
+        elif item == "default":
+            new = [default]
+        elif item == "candidates":
+            new = [float(lead) for _, lead in candidate_leads(d_knee(cfg.shape, n_streams))]
+        else:
+            new = [float(item)]
+        out += [x for x in new if x not in out]
     return out

@@ -134,3 +134,22 @@ def test_tune_starts_from_the_shipped_settings():
     for prec, settings in moe_bench.SETTINGS.items():
         assert TUNE[prec][0] == settings
         assert all(kc.poll == 1 for kc in TUNE[prec])
+
+
+def test_lead_option_runs_each_lead_and_records_it(cpu_runner, tmp_path):
+    out = tmp_path / "r.jsonl"
+    assert moe_bench.main(["--out", str(out), "--trials", "1", "--phases", "kernel",
+                           "--lead", "default,1,2"]) == 0
+    recs = [json.loads(line) for line in out.read_text().splitlines()]
+    inter = [r["params"]["lead"] for r in recs if r["params"]["schedule"] == "interleaved"]
+    assert sorted(inter) == sorted({float(x) for x in inter}) and {1.0, 2.0} <= set(inter)
+    assert [r["params"]["schedule"] for r in recs].count("wave") == 1
+    assert all(r["check"]["ok"] for r in recs)
+
+
+def test_bad_lead_option_is_a_one_line_exit_2(cpu_runner, tmp_path, capsys):
+    out = tmp_path / "r.jsonl"
+    assert moe_bench.main(["--out", str(out), "--lead", "fast"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("hwkernels.moe_bench: ") and err.count("\n") == 1 and '"lead"' in err
+    assert not out.exists()

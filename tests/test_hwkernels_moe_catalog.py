@@ -52,3 +52,29 @@ def test_builtin_name_and_unknown_name():
     assert cfg.shape.precision == "fp8" and cfg.routing == "hot"
     with pytest.raises(ValueError, match='"configs"'):
         moe_catalog.load_configs("no-such-config")
+
+
+def test_scenario_lead_is_read_and_resolved(tmp_path):
+    path = tmp_path / "moe1-tiny.toml"
+    path.write_text(SCENARIO.replace('schedule = "both"', 'schedule = "both"\nlead = 3'))
+    (cfg,) = moe_catalog.load_configs(str(path))
+    assert cfg.lead == 3.0
+    from xsim.moe.lead import candidate_leads
+    from xsim.moe.schedule import d_knee, default_lead
+
+    default = float(default_lead(cfg.shape, 132))
+    items = moe_catalog.parse_leads("scenario, default,7,scenario")
+    assert items == ("scenario", "default", 7, "scenario")
+    assert moe_catalog.leads_for(cfg, items, 132) == [3.0, default, 7.0]     # each lead once, in order
+    plain = moe_catalog.load_configs("dsv3-fp8-hot")[0]
+    assert plain.lead is None and moe_catalog.leads_for(plain, ("scenario",), 132) == [
+        float(default_lead(plain.shape, 132))]
+    cands = [float(lead) for _, lead in candidate_leads(d_knee(cfg.shape, 132))]
+    assert moe_catalog.leads_for(cfg, ("candidates",), 132) == cands
+
+
+@pytest.mark.parametrize("spec", ["", "0", "-2", "1.5", "best", "scenario,x"])
+def test_bad_lead_specs_are_one_line_errors(spec):
+    with pytest.raises(ValueError, match='"lead"') as e:
+        moe_catalog.parse_leads(spec)
+    assert "\n" not in str(e.value)

@@ -40,7 +40,8 @@ PARAMS = {
     "skew": Param("float", 1.2, "zipf exponent, or the hot expert's share of tokens", minimum=0),
     "seed": Param("int", 0, "routing seed", minimum=0),
     "schedule": Param("str", "both", "which tile table", choices=("wave", "interleaved", "both")),
-    "lead": Param("float", -1.0, "Algorithm 1's lead D in rows (< 0: ceil(D_knee), at least 1)"),
+    "lead": Param("float", -1.0, "Algorithm 1's lead D in rows (< 0: ceil(2 D_knee), at least 1; the one-GPU "
+                  "scenarios ship the what-if tool's pick, xsim.moe.lead)"),
     "n_streams": Param("int", 0, "persistent CTAs (0: one per SM of the platform)", minimum=0),
     "staging_depth": Param("int", 0, "staging slots S (0: the compute role issues its own stores)", minimum=0),
     "l1_release": Param("str", "drain", "when an L1 tile's l2_full signal takes effect", choices=RELEASES),

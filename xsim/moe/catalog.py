@@ -86,12 +86,30 @@ PAPER_TILING = dict(block_m=192, block_n1=64, block_n2=128, staging_depth=2, l1_
 ONE_GPU_TILING = dict(block_m=128, block_n1=128, block_n2=128, staging_depth=0, l1_release="drain")
 
 
-def params(entry: Entry) -> dict:
+def params(entry: Entry, lead: int | None = None) -> dict:
+    """The entry's builder params; a one-GPU entry's ``lead`` is ``lead`` if given, else the one its
+    shipped scenario file carries (the what-if tool's pick, :func:`shipped_lead`), else the default."""
     f = FAMILIES[entry.family]
     tiling = ONE_GPU_TILING if entry.ep == 1 else PAPER_TILING
-    return {"hidden": f["hidden"], "intermediate": f["intermediate"], "experts": f["experts"], "topk": f["topk"],
-            "tokens": entry.tokens, "ep": entry.ep, "precision": entry.precision, **tiling,
-            "routing": entry.routing, "skew": entry.skew, "seed": 0, "schedule": "both"}
+    p = {"hidden": f["hidden"], "intermediate": f["intermediate"], "experts": f["experts"], "topk": f["topk"],
+         "tokens": entry.tokens, "ep": entry.ep, "precision": entry.precision, **tiling,
+         "routing": entry.routing, "skew": entry.skew, "seed": 0, "schedule": "both"}
+    lead = lead if lead is not None or entry.ep != 1 else shipped_lead(entry.name)
+    if lead is not None:
+        p["lead"] = lead
+    return p
+
+
+def shipped_lead(name: str) -> int | None:
+    """The ``lead`` of the shipped scenario file ``scenarios/<name>.toml`` (None: none given or no file)."""
+    import tomllib
+    from importlib import resources
+
+    path = resources.files("scenarios") / f"{name}.toml"
+    if not path.is_file():
+        return None
+    lead = tomllib.loads(path.read_text()).get("params", {}).get("lead")
+    return None if lead is None else int(lead)
 
 
 def _toml_value(v) -> str:
@@ -102,8 +120,9 @@ def _toml_value(v) -> str:
     return repr(v)
 
 
-def scenario_toml(entry: Entry) -> str:
-    p = params(entry)
+def scenario_toml(entry: Entry, lead: int | None = None, lead_source: str = "") -> str:
+    """The scenario file; a one-GPU entry's ``lead`` (the what-if tool's pick) with ``lead_source``."""
+    p = params(entry, lead)
     f = FAMILIES[entry.family]
     one_gpu = entry.ep == 1
     where = ("one H200, Combine over the host link (predict on h200-pcie-host; measured by xsim bench moe)"
@@ -131,6 +150,9 @@ def scenario_toml(entry: Entry) -> str:
         "skew": "see routing", "seed": "routing seed",
         "schedule": "both schedules: expert waves and Algorithm 1 (lead ceil(2 D_knee))",
     }
+    if "lead" in p:
+        sources["schedule"] = "both schedules: expert waves and Algorithm 1 (its lead: see lead)"
+        sources["lead"] = lead_source or "the what-if tool's pick (xsim.moe.lead, benchmarks/moe_catalog.py --write)"
     lines = [f'name = "{entry.name}"', 'builder = "moe"',
              f'description = "MoE layer {entry.family} ({entry.precision}, {entry.routing} routing, '
              f'{entry.tokens} tokens per rank) on {where}."',
