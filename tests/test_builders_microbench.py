@@ -113,3 +113,14 @@ def test_past_g_star_a_free_running_cta_holds_its_whole_burst():
         assert w.xstages[0].capacity_bytes == pytest.approx(want * (w.n_producers // k))
         off, _ = build(burst_bytes=b, gap_us=gap, aligned=aligned, drained_share=False)
         assert off.xstages[0].capacity_bytes == pytest.approx(base.capacity_bytes(k) * (w.n_producers // k))
+
+
+def test_an_aligned_zero_gap_burst_waits_the_zero_gap_barrier():
+    import dataclasses
+    base = dataclasses.replace(toy_platform(), grid_barrier_us=0.9, grid_barrier_zero_gap_us=0.6)
+    for gap, want in ((0.0, 0.6), (2.0, 0.9)):
+        params = resolve(microbench.PARAMS, {"producers": 3, "bursts": 4, "warmup_bursts": 1, "burst_bytes": 1000,
+                                             "gap_us": gap, "aligned": True}, "test")
+        w = microbench.build(params, base)
+        gap_tiles = w.kind == w.kind_names.index("gap")
+        np.testing.assert_allclose(w.mainloop_us[gap_tiles], gap + base.burst_overhead_us + want)
