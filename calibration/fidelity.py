@@ -44,7 +44,7 @@ def effective_gap_us(record: Record, platform: Platform) -> float:
     """The producer-side time without remote stores per burst: the spun gap, the kernel's loop
     cost, and the grid barrier when aligned (both calibrated once, per platform)."""
     p = record.params
-    barrier = platform.grid_barrier_us if p["aligned"] else 0.0
+    barrier = platform.barrier_us(float(p["gap_us"])) if p["aligned"] else 0.0
     return float(p["gap_us"]) + platform.burst_overhead_us + barrier
 
 

@@ -77,6 +77,11 @@ class FitResult:
     free_running_fit: dict = field(default_factory=dict)  # IssueModel.free_running_factor's fit
     drain_law: StageFit | None = None   # R(K) = R K/(K + K0), when it passed its rule (drain_half_producers)
     drain_law_mode: str = "off"         # how R(K) was fitted (fit_points): "k" fed back, "after" not
+    zero_gap_barrier_fit: dict = field(default_factory=dict)  # Platform.grid_barrier_zero_gap_us's fit
+
+    @property
+    def zero_gap_barrier_us(self) -> float | None:
+        return self.zero_gap_barrier_fit.get("value") if self.zero_gap_barrier_fit.get("taken") else None
 
     @property
     def drain_half_producers(self) -> float | None:
@@ -152,6 +157,28 @@ def _overheads(p: Points, r, theta, q: np.ndarray) -> tuple[StageFit, StageFit]:
     loop = stages.fit_constant("burst_overhead_us", extra[sel & ~p.aligned])
     barrier = stages.fit_constant("grid_barrier_us", extra[sel & p.aligned] - loop.values[0])
     return loop, barrier
+
+
+ZERO_GAP_BARRIER_GAIN = 0.8   # the project's rule: a term is taken if it cuts its own rms residual by 20 %
+
+
+def fit_zero_gap_barrier(p: Points, issue: IssueModel, r, loop_us: float, barrier_us: float) -> dict:
+    """The barrier's latency with no gap before it, from the aligned zero-gap periodic points that are
+    latency-bound (V/R x 1.25 <= T_iss0 + loop + barrier): the median of period - issue - loop, taken
+    only if it cuts their rms relative period residual (against the G > 0 barrier) by 20 %."""
+    t0 = np.asarray([issue.t_iss0_us(int(k), float(b)) for k, b in zip(p.producers, p.burst_bytes)])
+    v_over_r = drain_time_us(p.volume_bytes, r)
+    sel = (~p.isolated & p.aligned & (p.gap_us == 0)
+           & (stages.DRAIN_LIMITED_MARGIN * v_over_r <= t0 + loop_us + barrier_us))
+    n = int(sel.sum())
+    if n < 2:
+        return {"n_points": n, "taken": False}
+    extra = p.period_us[sel] - p.issue_us[sel] - loop_us
+    value = float(np.median(extra))
+    before = float(np.sqrt(np.mean(np.square((extra - barrier_us) / p.period_us[sel]))))
+    after = float(np.sqrt(np.mean(np.square((extra - value) / p.period_us[sel]))))
+    return {"value": value, "n_points": n, "rms_relative_residual": after,
+            "rms_relative_residual_g_barrier": before, "taken": bool(after < ZERO_GAP_BARRIER_GAIN * before)}
 
 
 def overhead_us(p: Points, loop_us: float, barrier_us: float) -> np.ndarray:
@@ -308,7 +335,9 @@ def fit_records(rs: RecordSet, mechanism: str | None = None, statistic: str = "m
     else:
         threads_fit = {"n_points": 0, "note": "records name no thread count"}
     issue, free_fit = fit_free_running_factor(train, issue, _rates(train, r, k0))
+    zero_fit = fit_zero_gap_barrier(train, issue, _rates(train, r, k0), st.burst_overhead.values[0],
+                                    st.grid_barrier.values[0])
     return FitResult(mech, threads, statistic, r, issue, st.capacity_model,
                      st.drain, st.issue, st.knee_fits, st.capacity, st.burst_overhead, st.grid_barrier, sp,
                      rs.sha256, _mechanism_drains(rs, mech, r), _baselines(rs), threads_fit, free_fit, st.drain_law,
-                     law_mode)
+                     law_mode, zero_fit)

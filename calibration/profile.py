@@ -129,7 +129,8 @@ def base_platform(fit: FitResult, rs: RecordSet, name: str) -> Platform:
                     capacity=type(fit.capacity_model)(**rounded(vars(fit.capacity_model))),
                     sms=int(rs.platform.get("sms", 132)), gpus=int(rs.platform.get("gpu_count", 2)),
                     burst_overhead_us=rounded(fit.burst_overhead.values[0]),
-                    grid_barrier_us=rounded(fit.grid_barrier.values[0]))
+                    grid_barrier_us=rounded(fit.grid_barrier.values[0]),
+                    grid_barrier_zero_gap_us=rounded(fit.zero_gap_barrier_us))
 
 
 def _drain_law(fit: FitResult) -> dict:
@@ -161,7 +162,8 @@ def build_profile(fit: FitResult, rs: RecordSet, name: str, description: str = "
                     capacity=fit.capacity_model, sms=int(rs.platform.get("sms", 132)),
                     gpus=int(rs.platform.get("gpu_count", 2)), status="measured",
                     burst_overhead_us=rounded(fit.burst_overhead.values[0]),
-                    grid_barrier_us=rounded(fit.grid_barrier.values[0]))
+                    grid_barrier_us=rounded(fit.grid_barrier.values[0]),
+                    grid_barrier_zero_gap_us=rounded(fit.zero_gap_barrier_us))
     heldout = {m: split_summary(compare(fit.split.heldout, base, m)) for m in MODELS}
     train = {m: split_summary(compare(fit.split.train, base, m)) for m in MODELS}
     if des_errors is not None:
@@ -183,6 +185,11 @@ def build_profile(fit: FitResult, rs: RecordSet, name: str, description: str = "
             "grid_barrier": stage_summary(fit.grid_barrier),
             "t_iss0_threads": fit.threads_fit,
             "t_iss0_free_running": fit.free_running_fit,
+            **({"grid_barrier_zero_gap": {**fit.zero_gap_barrier_fit, "method": (
+                "aligned zero-gap periodic training points that are latency-bound (V/R x 1.25 <= T_iss0 + loop "
+                "+ barrier): median of period - issue - loop cost, taken because it cuts their rms relative "
+                "period residual against grid_barrier_us (fitted at G > 0) by 20 % (calibration/fit.py)")}}
+               if fit.zero_gap_barrier_us is not None else {}),
         },
         "headline": _headline(base, fit),
         "arbitration": _arbitration(weights, spread),
@@ -205,6 +212,7 @@ def build_profile(fit: FitResult, rs: RecordSet, name: str, description: str = "
                     capacity=type(fit.capacity_model)(**rounded(vars(fit.capacity_model))),
                     sms=base.sms, gpus=base.gpus, status="measured", description=text,
                     burst_overhead_us=base.burst_overhead_us, grid_barrier_us=base.grid_barrier_us,
+                    grid_barrier_zero_gap_us=base.grid_barrier_zero_gap_us,
                     producer_weights=None if weights is None or (spread is not None and spread.arbitration.sm_weights
                                                                  is not None) else weights.weights,
                     arbitration=None if spread is None else spread.arbitration,

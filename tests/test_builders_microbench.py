@@ -86,3 +86,41 @@ def test_the_x_stage_drains_at_the_platforms_r_of_k():
     assert slow.xstages[0].drain_bytes_per_us == pytest.approx(gbps_to_bytes_per_us(law.drain_rate_for(3)))
     assert law.drain_rate_for(3) < base.drain_rate_gbps
     assert microbench.predict(params, law)["period_us"] > microbench.predict(params, base)["period_us"]
+
+
+def test_free_capacity_scales_the_share_of_free_running_ctas_only():
+    base = toy_platform()
+    for given, scaled in (({"aligned": False}, True), ({"aligned": True}, False), ({"mode": "isolated"}, False)):
+        plain, _ = build(drained_share=False, **given)
+        more, _ = build(drained_share=False, free_capacity=1.5, **given)
+        ratio = more.xstages[0].capacity_bytes / plain.xstages[0].capacity_bytes
+        assert ratio == pytest.approx(1.5 if scaled else 1.0)
+        assert plain.xstages[0].capacity_bytes == pytest.approx(
+            base.capacity_bytes(3) * (plain.n_producers // 3))   # default 1: the shipped share Q(K)/K
+        np.testing.assert_array_equal(plain.t_iss0_us, more.t_iss0_us)
+    with pytest.raises(ValueError):
+        build(free_capacity=0)
+
+
+def test_past_g_star_a_free_running_cta_holds_its_whole_burst():
+    base = toy_platform()
+    k, b = 3, 4 * base.capacity_bytes(3)          # V = 4 K Q: every CTA's burst overflows Q(K)/K
+    g_star = microbench.predict(resolve(microbench.PARAMS, {"producers": k, "burst_bytes": b, "aligned": False},
+                                        "test"), base)["g_star_us"]
+    for gap, aligned, want in ((1.01 * g_star, False, k * b), (0.99 * g_star, False, base.capacity_bytes(k)),
+                               (1.01 * g_star, True, base.capacity_bytes(k))):
+        w, _ = build(burst_bytes=b, gap_us=gap, aligned=aligned)
+        assert w.xstages[0].capacity_bytes == pytest.approx(want * (w.n_producers // k))
+        off, _ = build(burst_bytes=b, gap_us=gap, aligned=aligned, drained_share=False)
+        assert off.xstages[0].capacity_bytes == pytest.approx(base.capacity_bytes(k) * (w.n_producers // k))
+
+
+def test_an_aligned_zero_gap_burst_waits_the_zero_gap_barrier():
+    import dataclasses
+    base = dataclasses.replace(toy_platform(), grid_barrier_us=0.9, grid_barrier_zero_gap_us=0.6)
+    for gap, want in ((0.0, 0.6), (2.0, 0.9)):
+        params = resolve(microbench.PARAMS, {"producers": 3, "bursts": 4, "warmup_bursts": 1, "burst_bytes": 1000,
+                                             "gap_us": gap, "aligned": True}, "test")
+        w = microbench.build(params, base)
+        gap_tiles = w.kind == w.kind_names.index("gap")
+        np.testing.assert_allclose(w.mainloop_us[gap_tiles], gap + base.burst_overhead_us + want)

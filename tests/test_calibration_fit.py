@@ -131,3 +131,27 @@ def test_drain_law_is_not_taken_where_r_does_not_depend_on_k(fitted):
     for mode in (True, "after"):
         again = fit_records(rs, drain_law=mode)
         assert again.drain_law is None and again.drain_rate_gbps == fit.drain_rate_gbps
+
+
+def test_zero_gap_barrier_is_the_median_latency_bound_extra_and_kept_only_if_it_helps():
+    import numpy as np
+
+    from calibration.fit import Points, fit_zero_gap_barrier
+    from xsim.platform import IssueModel
+
+    law = IssueModel(t_fixed_us=0.05, producer_issue_gbps=50.0)
+    t0 = law.t_iss0_us(4, 4096.0)
+
+    def points(extras):
+        n = len(extras)
+        k, b = np.full(n, 4.0), np.full(n, 4096.0)
+        return Points((None,) * n, k, b, np.zeros(n), np.ones(n, bool), np.zeros(n, bool), np.zeros(n),
+                      np.full(n, t0), t0 + 0.16 + np.asarray(extras))
+
+    out = fit_zero_gap_barrier(points([0.6, 0.62, 0.64]), law, 1e6, 0.16, 0.9)    # V/R ~ 0: latency-bound
+    assert out["taken"] and out["value"] == pytest.approx(0.62) and out["n_points"] == 3
+    assert out["rms_relative_residual"] < 0.8 * out["rms_relative_residual_g_barrier"]
+    out = fit_zero_gap_barrier(points([0.89, 0.9, 0.91]), law, 1e6, 0.16, 0.9)
+    assert not out["taken"]                                                     # the G > 0 barrier already fits
+    assert fit_zero_gap_barrier(points([0.6]), law, 1e6, 0.16, 0.9) == {"n_points": 1, "taken": False}
+    assert fit_zero_gap_barrier(points([0.6, 0.6]), law, 1e-3, 0.16, 0.9)["n_points"] == 0   # drain-bound

@@ -115,3 +115,20 @@ def test_drain_half_producers_is_optional_round_trips_and_is_checked():
     for bad in (-1.0, float("nan"), True, "2"):
         with pytest.raises(ProfileError, match='"drain_half_producers" must be a finite number >= 0'):
             dataclasses.replace(base, drain_half_producers=bad)
+
+
+def test_zero_gap_barrier_is_optional_round_trips_and_is_checked():
+    import dataclasses
+
+    from xsim.platform import Platform, ProfileError, resolve_platform
+    host = resolve_platform("h200-pcie-host")    # no latency-bound aligned zero-gap point: not fitted
+    assert host.grid_barrier_zero_gap_us is None and "grid_barrier_zero_gap_us" not in host.to_dict()["microbench"]
+    assert host.barrier_us(0.0) == host.barrier_us(5.0) == host.grid_barrier_us
+    nvlink = resolve_platform("h200-nvlink-x2")
+    assert 0 < nvlink.grid_barrier_zero_gap_us < nvlink.grid_barrier_us
+    assert nvlink.barrier_us(0.0) == nvlink.grid_barrier_zero_gap_us and nvlink.barrier_us(0.5) == nvlink.grid_barrier_us
+    again = Platform.from_dict(nvlink.to_dict())
+    assert again == nvlink
+    for bad in (-1.0, float("nan"), True, "2"):
+        with pytest.raises(ProfileError, match="grid_barrier_zero_gap_us"):
+            dataclasses.replace(host, grid_barrier_zero_gap_us=bad)

@@ -50,6 +50,8 @@ class Platform:
     # barrier's latency and the per-burst loop bookkeeping outside the issue span.
     grid_barrier_us: float = 0.0
     burst_overhead_us: float = 0.0
+    # The barrier's latency when no gap is spun before it (aligned zero-gap points); None: grid_barrier_us.
+    grid_barrier_zero_gap_us: float | None = None
     # Weights by the SM a CTA runs on, and their per-burst spread (xsim.arbitration); when given
     # with sm_weights, they replace producer_weights.
     arbitration: Arbitration | None = None
@@ -86,6 +88,10 @@ class Platform:
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) \
                     or value < 0:
                 raise ProfileError(f'"{key}" must be a finite number >= 0, got {value!r}')
+        zero = self.grid_barrier_zero_gap_us
+        if zero is not None and (not isinstance(zero, (int, float)) or isinstance(zero, bool) or not math.isfinite(zero)
+                                 or zero < 0):
+            raise ProfileError(f'"grid_barrier_zero_gap_us" must be a finite number >= 0 or null, got {zero!r}')
         if self.load_gate is not None and not isinstance(self.load_gate, LoadGate):
             raise ProfileError(f'"load_gate" must be a LoadGate or None, got {type(self.load_gate).__name__}')
         if self.status not in ("measured", "published", "override"):
@@ -93,6 +99,12 @@ class Platform:
 
     def t_iss0_us(self, producers: int, burst_bytes: float, threads: int | None = None) -> float:
         return self.issue.t_iss0_us(producers, burst_bytes, threads)
+
+    def barrier_us(self, gap_us: float) -> float:
+        """The grid barrier's latency after a gap of ``gap_us`` (its own zero-gap value when fitted)."""
+        if gap_us == 0 and self.grid_barrier_zero_gap_us is not None:
+            return self.grid_barrier_zero_gap_us
+        return self.grid_barrier_us
 
     def capacity_bytes(self, producers: int) -> float:
         return self.capacity.capacity_bytes(producers)
@@ -176,7 +188,9 @@ class Platform:
             "capacity": self.capacity.to_dict(),
             "arbitration": {"producer_weights": None if self.producer_weights is None else list(self.producer_weights),
                             **(self.arbitration.to_dict() if self.arbitration is not None else {})},
-            "microbench": {"grid_barrier_us": self.grid_barrier_us, "burst_overhead_us": self.burst_overhead_us},
+            "microbench": {"grid_barrier_us": self.grid_barrier_us, "burst_overhead_us": self.burst_overhead_us,
+                           **({"grid_barrier_zero_gap_us": self.grid_barrier_zero_gap_us}
+                              if self.grid_barrier_zero_gap_us is not None else {})},
             **({"load_gate": gate} if gate is not None else {}),
             "provenance": dict(self.provenance),
         }
@@ -204,6 +218,7 @@ class Platform:
                 producer_weights=_weights(arbitration.get("producer_weights")),
                 grid_barrier_us=microbench.get("grid_barrier_us", 0.0),
                 burst_overhead_us=microbench.get("burst_overhead_us", 0.0),
+                grid_barrier_zero_gap_us=microbench.get("grid_barrier_zero_gap_us"),
                 arbitration=Arbitration.from_dict(arbitration),
                 load_gate=gate_from_json(data.get("load_gate")),
             )

@@ -48,7 +48,7 @@ def blocks(params: dict, platform: Platform, t_iss0_us: float) -> tuple[tuple[st
     role = np.asarray(names)[t]
     is_burst, is_gap, is_fence = (role == r for r in ("burst", "gap", "barrier"))
     fence = "barrier" in names
-    latency = platform.grid_barrier_us if aligned else 0.0
+    latency = platform.barrier_us(params["gap_us"]) if aligned else 0.0
     gap = params["gap_us"] + platform.burst_overhead_us + (0.0 if fence else latency)
     own = n + p * n + j                      # fence mode: the gap tile's drain -> its fence tile
     arrives = is_fence if fence else is_gap

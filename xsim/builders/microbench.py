@@ -25,6 +25,9 @@ platform's per-burst loop bookkeeping ``burst_overhead_us``, no bytes).
   (``burst_spread``, aligned bursts that wait for the drain) every (CTA, burst) is its own DES
   producer with weight ``w_SM * f[p, j]`` (``xsim.builders._microbench_layout``).
 - ``threads``: threads per CTA for the profile's threads-per-CTA term of T_iss0 (0: reference).
+- Free-running past the closed form's G* (``drained_share``) a CTA's capacity share is
+  max(Q(K)/K, B): the X-Stage drains within a period, and the knee's share binds only when every
+  CTA holds stores at once (:func:`_free_share_factor`).
 - Free-running bursts issue in the profile's ``free_running_factor`` x T_iss0 when it has one
   (``IssueModel``: out of phase, over NVLink a CTA issues 8-13 % faster than when all start at once).
 - The X-Stage drains at the profile's R(K) for the K producers (``Platform.drain_rate_for``: with
@@ -59,6 +62,11 @@ PARAMS = {
     "barrier_fence": Param("bool", False, "the barrier fences before it arrives (__threadfence() then the "
                            "arrival atomic): a producer arrives its latency after its stores have drained"),
     "burst_spread": Param("bool", True, "draw the platform's per-burst arbitration spread for every aligned burst"),
+    "drained_share": Param("bool", True, "free-running past the closed form's G* (the X-Stage drains within a "
+                           "period): a CTA's capacity share is max(Q(K)/K, B), so no burst waits for its own share"),
+    "free_capacity": Param("float", 1.0, "free-running: each CTA's capacity share is this times Q(K)/K (a probe "
+                           "of out-of-phase CTAs holding more than the all-at-once knee's share)", minimum=0,
+                           exclusive_min=True),
     "threads": Param("int", 0, "threads per producer CTA (0: the profile's reference count)", minimum=0),
 }
 
@@ -79,6 +87,25 @@ def size(params: dict, platform: Platform) -> tuple[int, float]:
     per_burst_us = (platform.t_iss0_us(k, b) + drain_us + params["gap_us"] + platform.burst_overhead_us
                     + platform.grid_barrier_us)
     return 2 * k * n, n * per_burst_us
+
+
+def _free_share_factor(params: dict, platform: Platform) -> float:
+    """Factor on a free-running CTA's capacity share Q(K)/K: ``free_capacity`` (a probe, default 1),
+    and past G* (``drained_share``) at least B / (Q(K)/K). Past G* the X-Stage drains within every
+    period and the CTAs' phases are spread (the host traces: start spread 55-76 us of a 165 us
+    period, every burst at the T_iss0 floor although B = 32 KiB > Q(132)/132 = 30.3 kB): a CTA
+    is bounded by the knee's share only when all K hold stores at once (the knee's condition), so
+    there no burst waits for its own share (the closed form, which has no phases, still gives
+    max(T_iss0, (V - Q)/R) there)."""
+    k, b = params["producers"], float(params["burst_bytes"])
+    factor = params["free_capacity"]
+    if params["drained_share"]:
+        q = platform.capacity_bytes(k)
+        t0 = platform.t_iss0_us(k, b)
+        gs = steady_state(k * b, params["gap_us"], t0, platform.effective_drain_rate_gbps(params["peers"], k), q)
+        if params["gap_us"] >= gs.g_star_us:
+            factor = max(factor, b * k / q)
+    return factor
 
 
 def build(params: dict, platform: Platform) -> Workload:
@@ -103,6 +130,7 @@ def build(params: dict, platform: Platform) -> Workload:
         weights = (weights[:, None] * platform.arbitration.burst_factors(k, n, backlog)).T.ravel()
         factors = platform.arbitration.capacity_factors(k, n)
         capacity = None if factors is None else factors.T.ravel()
+    free_cap = _free_share_factor(params, platform) if not isolated and not params["aligned"] else 1.0
     streams, per_stream = (k * n, m) if spread else (k, n * m)
     n_tiles = k * n * m
     return Workload(
@@ -113,7 +141,7 @@ def build(params: dict, platform: Platform) -> Workload:
         release_us=np.zeros(n_tiles),
         n_counters=layout.counters(params, names),
         xstages=(XStageParams(gbps_to_bytes_per_us(platform.effective_drain_rate_gbps(params["peers"], k)),
-                              platform.capacity_bytes(k) * (n if spread else 1)),),
+                              platform.capacity_bytes(k) * (n if spread else 1) * free_cap),),
         staging_depth=1 if isolated else params["staging_depth"],
         coupling="completion-coupled" if isolated else params["coupling"],
         producer_weight=weights,
