@@ -83,15 +83,15 @@ class Platform:
             if len(weights) == 0 or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
                                             and math.isfinite(x) and x > 0 for x in weights):
                 raise ProfileError('"producer_weights" must be a non-empty list of finite numbers > 0')
-        for key in ("grid_barrier_us", "burst_overhead_us"):
+        for key, optional in (("grid_barrier_us", False), ("burst_overhead_us", False),
+                              ("grid_barrier_zero_gap_us", True)):
             value = getattr(self, key)
+            if optional and value is None:
+                continue
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) \
                     or value < 0:
-                raise ProfileError(f'"{key}" must be a finite number >= 0, got {value!r}')
-        zero = self.grid_barrier_zero_gap_us
-        if zero is not None and (not isinstance(zero, (int, float)) or isinstance(zero, bool) or not math.isfinite(zero)
-                                 or zero < 0):
-            raise ProfileError(f'"grid_barrier_zero_gap_us" must be a finite number >= 0 or null, got {zero!r}')
+                raise ProfileError(f'"{key}" must be a finite number >= 0{" or null" if optional else ""}, '
+                                   f'got {value!r}')
         if self.load_gate is not None and not isinstance(self.load_gate, LoadGate):
             raise ProfileError(f'"load_gate" must be a LoadGate or None, got {type(self.load_gate).__name__}')
         if self.status not in ("measured", "published", "override"):

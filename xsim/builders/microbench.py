@@ -99,12 +99,8 @@ def _free_share_factor(params: dict, platform: Platform) -> float:
     max(T_iss0, (V - Q)/R) there)."""
     k, b = params["producers"], float(params["burst_bytes"])
     factor = params["free_capacity"]
-    if params["drained_share"]:
-        q = platform.capacity_bytes(k)
-        t0 = platform.t_iss0_us(k, b)
-        gs = steady_state(k * b, params["gap_us"], t0, platform.effective_drain_rate_gbps(params["peers"], k), q)
-        if params["gap_us"] >= gs.g_star_us:
-            factor = max(factor, b * k / q)
+    if params["drained_share"] and params["gap_us"] >= predict(params, platform)["g_star_us"]:
+        factor = max(factor, b * k / platform.capacity_bytes(k))
     return factor
 
 

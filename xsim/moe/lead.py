@@ -2,8 +2,9 @@
 
 eq. 16's D_knee is a lower bound on the lead that stops starving Linear-2; past it a longer
 lead costs the Linear-2 tiles' head start and a shorter one starves them, and where the
-balance lies depends on the config (benchmarks/results/moe_lead_knee.txt: hy3 bf16 hot is best
-at 1 x D_knee, dsv4-flash bf16 zipf 4096 at 3 x). For each config :func:`pick_lead` simulates
+balance lies depends on the config (benchmarks/results/moe_lead_knee.txt, one seed on an older
+profile: dsv4-flash bf16 zipf 4096 is best at 3 x; benchmarks/results/moe_lead_pick.txt: the picks
+with the seed mean). For each config :func:`pick_lead` simulates
 the interleaved table at every candidate lead (:data:`MULTIPLES` x D_knee, rounded up as the
 scheduler's default is, at least 1, duplicates dropped) and keeps the lead of the lowest
 predicted kernel time, the mean over the same spread seeds the report averages. Only the
