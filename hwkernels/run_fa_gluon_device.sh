@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The Gluon attention forward (hwkernels/fa_gluon.py) on one H200, everything under $OUT:
 #   XSTAGE_COMMIT=<sha> bash hwkernels/run_fa_gluon_device.sh [TOTAL_SECONDS] [CANDIDATES]
-# env.log; check-<name>.json: each candidate alone at 1K and 8K against torch SDPA in float32, in
-# its own process under a timeout (a hung kernel costs 40 s, not the call); gluon.json/.log: the
+# env.log; check.json/.log: every candidate at 1K and 8K against torch SDPA in float32, one
+# process under a timeout (a hung kernel stops it there: the log's last line); gluon.json/.log: the
 # candidates that passed, the shipped Triton kernel and cuDNN, FA-only at 8 M (fa_gluon_explore);
 # pytest-gpu.txt: the GPU tests of the module.
 set -o pipefail
@@ -13,14 +13,18 @@ out=${OUT:-./out}; mkdir -p "$out"
 { date -u; echo "commit ${XSTAGE_COMMIT:-unknown}"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
   python3 -c 'import torch, triton; print(torch.__version__, torch.version.cuda, triton.__version__, torch.backends.cudnn.version())'; } 2>&1 | tee "$out/env.log"
-ok=""
-for c in ${cands//,/ }; do
-  timeout 40 python3 -m hwkernels.fa_gluon_explore --check --candidates "$c" --no-base \
-    --json "$out/check-$c.json" > "$out/check-$c.log" 2>&1
-  rc=$?; echo "check $c rc=$rc at ${SECONDS}s"; tail -c 600 "$out/check-$c.log" | grep -v '^$' | tail -3 | cut -c1-200
-  [ $rc -eq 0 ] && ok="$ok,$c"
-done
-ok=${ok#,}
+timeout 90 python3 -m hwkernels.fa_gluon_explore --check --candidates "$cands" --no-base \
+  --json "$out/check.json" > "$out/check.log" 2>&1
+echo "check rc=$? at ${SECONDS}s"; cut -c1-200 "$out/check.log" | grep -v '^$' | tail -20
+# the candidates with every check line ok (a hung one leaves no line: the log says where it stopped)
+ok=$(python3 - "$out/check.log" "$cands" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+print(",".join(n for n in sys.argv[2].split(",")
+               if [r for r in rows if r["name"] == n] and all(r["ok"] for r in rows if r["name"] == n)))
+PY
+)
+echo "passed: $ok"
 left=$(( total - SECONDS - 25 ))
 if [ -n "$ok" ] && [ $left -gt 20 ]; then
   timeout $left python3 -m hwkernels.fa_gluon_explore --candidates "$ok" --budget-s $(( left - 5 )) \
