@@ -3,6 +3,7 @@ kernel, one process, every point checked against torch SDPA in float32 first (pr
 
     python -m hwkernels.fa_gluon_explore --check --candidates g-s3-o2      # 1K and 8K, exit 1 on a miss
     python -m hwkernels.fa_gluon_explore --json OUT.json [--ms 1024,...] [--xcheck]
+    python -m hwkernels.fa_gluon_explore --json OUT.json --rounds 8     # interleaved, per-round ratios
 
 Shapes as the sweep's FA-only: bf16, d = 128, H = 32, N = 4 (8 local heads), batch =
 max(1, 4096 // M). Timing (the same for every entry): a CUDA graph of `--launches` back-to-back
@@ -128,6 +129,77 @@ def time_section(names, ms, repeats, launches, deadline) -> list:
     return rows
 
 
+def _timer(fn, hold, ref, launches):
+    """(one checked trial -> harness.Measurement, replays) over fn's CUDA graph of `launches`."""
+    import torch
+
+    from .harness import capture_graph, graph_replay_us, measure
+
+    ring = (lambda: [fn() for _ in range(launches)])
+    fn()
+    graph = capture_graph(ring)
+    torch.cuda.synchronize()
+    replays = max(1, int(TARGET_US // max(graph_replay_us(ring, 1, graph=graph), 1.0)))
+
+    def trial(warmup=0):
+        return measure(lambda: {"kernel_us": graph_replay_us(ring, replays, graph=graph) / launches},
+                       repeats=1, warmup=warmup, poison=lambda: fa.poison(hold[0]),
+                       check=lambda _r: fa.check_local(hold[0], ref), flush_l2=True)
+    return trial, replays
+
+
+def rounds_section(names, ms, rounds, launches, deadline) -> list:
+    """Interleaved: per M, `rounds` rounds of one checked trial of every entry (cuDNN, names;
+    the order rotated each round), so a clock drift lands on all alike; per entry the median
+    trial and the median over rounds of cuDNN's trial / its trial."""
+    import numpy as np
+
+    rows = []
+    for m in ms:
+        if time.time() > deadline:
+            return rows
+        ref, ents = _problem(m, names)
+        order = ["cudnn"] + list(names)
+        timers, samples, errs = {}, {n: [] for n in order}, {n: 0.0 for n in order}
+        for n in order:
+            try:
+                timers[n], _ = _timer(*ents[n], ref, launches)
+                errs[n] = timers[n](warmup=1).max_abs_err
+            except Exception as exc:  # noqa: BLE001 - reported, the rest go on
+                rows.append({"section": "rounds", "M": m, "name": n, "ok": False,
+                             "error": f"{type(exc).__name__}: {exc}"[:300]})
+        for i in range(rounds):
+            live = [n for n in order if n in timers]
+            for n in live[i % len(live):] + live[:i % len(live)]:
+                mm = timers[n]()
+                errs[n] = max(errs[n], mm.max_abs_err)
+                samples[n].append(mm.samples["kernel_us"][0] if mm.ok else float("nan"))
+        cud = np.array(samples["cudnn"])
+        for n in timers:
+            x = np.array(samples[n])
+            r = {"section": "rounds", "M": m, "name": n, "ok": bool(np.all(np.isfinite(x))),
+                 "err": errs[n], "kernel_us": float(np.median(x)), "samples": x.tolist(),
+                 "ratio_median": float(np.median(cud / x)), "ratio_min": float(np.min(cud / x)),
+                 "ratio_max": float(np.max(cud / x))}
+            rows.append(r)
+            print(json.dumps({k: v for k, v in r.items() if k != "samples"}, default=float),
+                  flush=True)
+    return rows
+
+
+def rounds_table(rows) -> str:
+    ms = sorted({r["M"] for r in rows if r.get("ok")})
+    names = [n for n in dict.fromkeys(r["name"] for r in rows) if n != "cudnn"]
+    cud = {r["M"]: r["kernel_us"] for r in rows if r["name"] == "cudnn" and r.get("ok")}
+    lines = [f"{'cuDNN us':>14} " + " ".join(f"{cud.get(m, float('nan')):7.1f}" for m in ms),
+             f"{'median ratio':>14} " + " ".join(f"{m:>7}" for m in ms) + "     min"]
+    for n in names:
+        got = {r["M"]: r["ratio_median"] for r in rows if r["name"] == n and r.get("ok")}
+        cells = " ".join(f"{got[m]:7.3f}" if m in got else f"{'-':>7}" for m in ms)
+        lines.append(f"{n:>14} {cells} {min(got.values()) if got else float('nan'):7.3f}")
+    return "\n".join(lines)
+
+
 def ratio_table(rows) -> str:
     cud = {r["M"]: r["kernel_us"] for r in rows if r.get("name") == "cudnn" and r.get("ok")}
     ms = sorted(cud)
@@ -159,6 +231,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--launches", type=int, default=4)
     ap.add_argument("--budget-s", type=float, default=120.0)
+    ap.add_argument("--rounds", type=int, default=0,
+                    help="interleaved rounds instead (rounds_section): ratios per round")
     ap.add_argument("--xcheck", action="store_true", help="also fa_explore's cuDNN and base")
     args = ap.parse_args(argv)
     names = [n for n in args.candidates.split(",") if n]
@@ -167,7 +241,7 @@ def main(argv=None) -> int:
         ms = [int(x) for x in args.ms.split(",") if x]
     except ValueError:
         ms = []
-    if bad or not ms or any(m % 128 for m in ms) or args.repeats < 1 or args.launches < 1:
+    if bad or not ms or any(m % 128 for m in ms) or args.repeats < 1 or args.launches < 1 or args.rounds < 0:
         print(f"fa_gluon_explore: bad arguments (unknown {bad}, M {args.ms!r} must be multiples of "
               f"128, repeats/launches >= 1)", file=sys.stderr)
         return 2
@@ -177,6 +251,13 @@ def main(argv=None) -> int:
             _atomic_json(args.json, rows)
         return 0 if all(r["ok"] for r in rows) else 1
     t_end = time.time() + args.budget_s
+    if args.rounds:
+        rows = rounds_section((["triton-base"] if not args.no_base else []) + names, ms,
+                              args.rounds, args.launches, t_end)
+        if args.json:
+            _atomic_json(args.json, rows)
+        print(rounds_table(rows))
+        return 0
     rows = time_section(([] if args.no_base else ["triton-base"]) + names, ms, args.repeats,
                         args.launches, t_end)
     if args.xcheck and time.time() < t_end:
