@@ -64,13 +64,15 @@ def _dst(text: str) -> set:
     return {int(m.group(1)) + k for k in range(2 if wide else 1)}
 
 
-def _scan(ins: list, i: int):
-    """Instructions after ins[i] up to the next WARPGROUP.DEPBAR, following one back-edge."""
+def _scan(ins: list, i: int, wait0: bool = False):
+    """Instructions after ins[i] up to the next WARPGROUP.DEPBAR (wait0: the next one that waits
+    for every wgmma, `.LE gsb0, 0x0`; a wait for all but the last leaves P V in flight),
+    following one back-edge."""
     where = {a: k for k, (a, _) in enumerate(ins)}
     j, jumped = i + 1, False
     while j < len(ins):
         a, t = ins[j]
-        if t.startswith("WARPGROUP.DEPBAR"):
+        if t.startswith("WARPGROUP.DEPBAR") and (not wait0 or t.endswith(" 0x0")):
             return
         yield t
         b = re.match(r"(?:@!?P\d\s+)?BRA\s+(?:`\()?0x([0-9a-f]+)", t)
@@ -80,21 +82,21 @@ def _scan(ins: list, i: int):
         j += 1
 
 
-def rs_hazards(ins: list) -> int:
+def rs_hazards(ins: list, wait0: bool = False) -> int:
     n = 0
     for i, (_, t) in enumerate(ins):
         m = _RS.match(_PRED.sub("", t))
         if m:
             regs = {int(m.group(1)) + k for k in range(4)}
-            n += any(_dst(u) & regs for u in _scan(ins, i))
+            n += any(_dst(u) & regs for u in _scan(ins, i, wait0))
     return n
 
 
-def mufu_under_pv(ins: list) -> int:
+def mufu_under_pv(ins: list, wait0: bool = False) -> int:
     best = 0
     for i, (_, t) in enumerate(ins):
         if _RS.match(_PRED.sub("", t)):
-            best = max(best, sum(u.startswith("MUFU.EX2") for u in _scan(ins, i)))
+            best = max(best, sum(u.startswith("MUFU.EX2") for u in _scan(ins, i, wait0)))
     return best
 
 

@@ -1,0 +1,334 @@
+"""An FA-only attention forward in Gluon (triton.experimental.gluon) with FA3's structure (explored).
+
+    out = gluon_fa(q, k, v)                     # q, k, v, out: [batch, heads, M, d] bf16, d = 128
+    k = compile_offline(overlap=1, stages=3)    # sm_90 on the CPU: registers, spills, SASS
+
+Persistent (grid = min(SMs, tiles)), tiles of b_m = 128 query rows in the shipped order
+(`fa_layout`: query block fastest), b_n = 128. Three partitions (gl.warp_specialize):
+  consumer 0 (the default partition, 4 warps) and consumer 1 (4 warps): rows 0-63 and 64-127 of
+      the tile, each its own warpgroup: S = Q K^T with Q from shared memory, P V with P from
+      registers, the online softmax in base 2, the normalized output stored from registers;
+  producer (1 warp, 24 registers): TMA loads of each tile's two Q halves and the K/V ring
+      (STAGES slots for K and for V, separate ready/empty mbarriers, K_{j+1} issued before V_j).
+OVERLAP 0: S_j, softmax, P_j V_j in series (wgmma waited at once). OVERLAP 1 (FA3's
+intra-warpgroup overlap): step j issues S_j, then P_{j-1} V_{j-1}, waits for S_j only
+(`warpgroup_mma_wait(1)`), runs the softmax of S_j while P_{j-1} V_{j-1} is on the tensor cores,
+then waits for it with P_{j-1} among the wait's deps (its registers stay live: the hazard that the
+Triton SWP kernel of fa_qloop had to work around) and rescales acc by alpha_j. OVERLAP 2: also a
+wait predicated on the row sums before Gluon's (`_wait_after`): ptxas hoists Gluon's wait above
+the softmax otherwise (SASS: the exp2s land after it).
+PINGPONG 1 (FA3's inter-warpgroup schedule): the two consumers take turns issuing their wgmmas,
+ordered by two mbarriers (consumer w waits for its turn before issuing S_j (and P_{j-1} V_{j-1})
+and hands the turn over right after issuing), so one warpgroup's softmax runs under the other's
+wgmmas.
+"""
+
+import re
+import sys
+
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (mbarrier, tma, warpgroup_mma,
+                                                              warpgroup_mma_wait)
+
+LOG2E = 1.4426950408889634
+BM, BN, D, HALF = 128, 128, 128, 64
+
+
+@gluon.jit
+def _producer(q_desc, k_desc, v_desc, bars, q_smem, k_smem, v_smem, seq, n_tiles,
+              STAGES: gl.constexpr):
+    q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
+    n_kv = seq // 128
+    c = 0
+    it = 0
+    for t in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
+        row0 = t * 128                         # tile t = (b*h) * (M/128) + m_block
+        kv0 = (t // n_kv) * seq
+        for w in gl.static_range(2):
+            mbarrier.wait(q_empty.index(w), (it & 1) ^ 1)
+            mbarrier.expect(q_ready.index(w), q_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(q_desc, [row0 + w * 64, 0], q_ready.index(w),
+                                            q_smem.index(w))
+        s = c % STAGES
+        mbarrier.wait(k_empty.index(s), ((c // STAGES) & 1) ^ 1)
+        mbarrier.expect(k_ready.index(s), k_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc, [kv0, 0], k_ready.index(s), k_smem.index(s))
+        for j in range(n_kv):
+            cj = c + j
+            if j + 1 < n_kv:
+                s1 = (cj + 1) % STAGES
+                mbarrier.wait(k_empty.index(s1), (((cj + 1) // STAGES) & 1) ^ 1)
+                mbarrier.expect(k_ready.index(s1), k_desc.block_type.nbytes)
+                tma.async_copy_global_to_shared(k_desc, [kv0 + (j + 1) * 128, 0],
+                                                k_ready.index(s1), k_smem.index(s1))
+            s = cj % STAGES
+            mbarrier.wait(v_empty.index(s), ((cj // STAGES) & 1) ^ 1)
+            mbarrier.expect(v_ready.index(s), v_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc, [kv0 + j * 128, 0], v_ready.index(s),
+                                            v_smem.index(s))
+        c += n_kv
+        it += 1
+
+
+@gluon.jit
+def _softmax(s, m_i, l_i, qk_scale):
+    """Online softmax step in base 2 (qk_scale includes log2 e): P, the new max and row sum, alpha."""
+    m_new = gl.maximum(m_i, gl.max(s, axis=1) * qk_scale)
+    alpha = gl.exp2(m_i - m_new)
+    p = gl.exp2(s * qk_scale - gl.expand_dims(m_new, 1))
+    l_new = l_i * alpha + gl.sum(p, axis=1)
+    return p, m_new, l_new, alpha
+
+
+@gluon.jit
+def _wait_after(l_i):
+    """wgmma.wait_group 0 predicated on the row sums (l >= 0: true at run time), so ptxas cannot
+    hoist the wait for P_{j-1} V_{j-1} above the softmax of S_j (it does with Gluon's own wait)."""
+    return gl.inline_asm_elementwise(
+        "{ .reg .pred p; setp.ge.f32 p, $1, 0f00000000; @p wgmma.wait_group.sync.aligned 0; "
+        "mov.b32 $0, $1; }", "=r,r", [l_i], dtype=gl.float32, is_pure=False, pack=1)
+
+
+@gluon.jit
+def _turn_wait(turn, w: gl.constexpr, n, PINGPONG: gl.constexpr):
+    if PINGPONG:
+        mbarrier.wait(turn.index(w), n & 1)
+
+
+@gluon.jit
+def _turn_pass(turn, w: gl.constexpr, PINGPONG: gl.constexpr):
+    if PINGPONG:
+        mbarrier.arrive(turn.index(1 - w), count=1)
+
+
+@gluon.jit
+def _consumer(bars, q_smem, k_smem, v_smem, out_ptr, qk_scale, seq, n_tiles, W: gl.constexpr,
+              STAGES: gl.constexpr, OVERLAP: gl.constexpr, PINGPONG: gl.constexpr):
+    q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
+    mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                  instr_shape=[16, 128, 16])
+    dot_a: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=mma, k_width=2)
+    row_l: gl.constexpr = gl.SliceLayout(1, mma)
+    col_l: gl.constexpr = gl.SliceLayout(0, mma)
+    n_kv = seq // 128
+    zero = gl.zeros([64, 128], gl.float32, mma)
+    c = 0
+    it = 0
+    nt = 0                                   # this consumer's turns taken (PINGPONG)
+    for t in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
+        mbarrier.wait(q_ready.index(W), it & 1)
+        q = q_smem.index(W)
+        m_i = gl.full([64], float("-inf"), gl.float32, row_l)
+        l_i = gl.zeros([64], gl.float32, row_l)
+        acc = gl.zeros([64, 128], gl.float32, mma)
+        # step 0: S_0 and its softmax
+        s = c % STAGES
+        mbarrier.wait(k_ready.index(s), (c // STAGES) & 1)
+        _turn_wait(turn, W, nt, PINGPONG)
+        s_tok = warpgroup_mma(q, k_smem.index(s).permute((1, 0)), zero, use_acc=False,
+                              is_async=True)
+        _turn_pass(turn, W, PINGPONG)
+        nt += 1
+        sc = warpgroup_mma_wait(0, deps=[s_tok])
+        mbarrier.arrive(k_empty.index(s), count=1)
+        p, m_i, l_i, alpha = _softmax(sc, m_i, l_i, qk_scale)
+        p_op = gl.convert_layout(p.to(gl.bfloat16), dot_a)
+        for j in range(1, n_kv):
+            cj = c + j
+            s = cj % STAGES
+            sp = (cj - 1) % STAGES
+            mbarrier.wait(k_ready.index(s), (cj // STAGES) & 1)
+            if OVERLAP:
+                mbarrier.wait(v_ready.index(sp), ((cj - 1) // STAGES) & 1)
+                _turn_wait(turn, W, nt, PINGPONG)
+                s_tok = warpgroup_mma(q, k_smem.index(s).permute((1, 0)), zero, use_acc=False,
+                                      is_async=True)
+                o_tok = warpgroup_mma(p_op, v_smem.index(sp), acc, is_async=True)
+                _turn_pass(turn, W, PINGPONG)
+                nt += 1
+                sc = warpgroup_mma_wait(1, deps=[s_tok])
+                mbarrier.arrive(k_empty.index(s), count=1)
+                p, m_i, l_i, alpha = _softmax(sc, m_i, l_i, qk_scale)
+                if OVERLAP == 2:
+                    l_i = _wait_after(l_i)
+                acc, p_op = warpgroup_mma_wait(0, deps=[o_tok, p_op])
+                mbarrier.arrive(v_empty.index(sp), count=1)
+                acc = acc * gl.expand_dims(alpha, 1)
+                p_op = gl.convert_layout(p.to(gl.bfloat16), dot_a)
+            else:
+                mbarrier.wait(v_ready.index(sp), ((cj - 1) // STAGES) & 1)
+                _turn_wait(turn, W, nt, PINGPONG)
+                o_tok = warpgroup_mma(p_op, v_smem.index(sp), acc, is_async=True)
+                s_tok = warpgroup_mma(q, k_smem.index(s).permute((1, 0)), zero, use_acc=False,
+                                      is_async=True)
+                _turn_pass(turn, W, PINGPONG)
+                nt += 1
+                acc, sc, p_op = warpgroup_mma_wait(0, deps=[o_tok, s_tok, p_op])
+                mbarrier.arrive(v_empty.index(sp), count=1)
+                mbarrier.arrive(k_empty.index(s), count=1)
+                p, m_i, l_i, alpha = _softmax(sc, m_i, l_i, qk_scale)
+                acc = acc * gl.expand_dims(alpha, 1)
+                p_op = gl.convert_layout(p.to(gl.bfloat16), dot_a)
+        mbarrier.arrive(q_empty.index(W), count=1)        # Q read by the tile's last S
+        cl = c + n_kv - 1
+        sl = cl % STAGES
+        mbarrier.wait(v_ready.index(sl), (cl // STAGES) & 1)
+        _turn_wait(turn, W, nt, PINGPONG)
+        o_tok = warpgroup_mma(p_op, v_smem.index(sl), acc, is_async=True)
+        _turn_pass(turn, W, PINGPONG)
+        nt += 1
+        acc, p_op = warpgroup_mma_wait(0, deps=[o_tok, p_op])
+        mbarrier.arrive(v_empty.index(sl), count=1)
+        o = (acc / gl.expand_dims(l_i, 1)).to(gl.bfloat16)
+        rows = t * 128 + W * 64 + gl.arange(0, 64, row_l)
+        cols = gl.arange(0, 128, col_l)
+        gl.store(out_ptr + gl.expand_dims(rows.to(gl.int64) * 128, 1) + gl.expand_dims(cols, 0), o)
+        c += n_kv
+        it += 1
+
+
+@gluon.jit
+def _consumer1(bars, q_smem, k_smem, v_smem, out_ptr, qk_scale, seq, n_tiles,
+               STAGES: gl.constexpr, OVERLAP: gl.constexpr, PINGPONG: gl.constexpr):
+    _consumer(bars, q_smem, k_smem, v_smem, out_ptr, qk_scale, seq, n_tiles, 1, STAGES,
+              OVERLAP, PINGPONG)
+
+
+@gluon.jit
+def gluon_fa_kernel(q_desc, k_desc, v_desc, out_ptr, qk_scale, seq, n_tiles,
+                    STAGES: gl.constexpr, OVERLAP: gl.constexpr, PINGPONG: gl.constexpr):
+    q_smem = gl.allocate_shared_memory(gl.bfloat16, [2, 64, 128], q_desc.layout)
+    k_smem = gl.allocate_shared_memory(gl.bfloat16, [STAGES, 128, 128], k_desc.layout)
+    v_smem = gl.allocate_shared_memory(gl.bfloat16, [STAGES, 128, 128], v_desc.layout)
+    bl: gl.constexpr = mbarrier.MBarrierLayout()
+    q_ready = gl.allocate_shared_memory(gl.int64, [2, 1], bl)
+    q_empty = gl.allocate_shared_memory(gl.int64, [2, 1], bl)
+    turn = gl.allocate_shared_memory(gl.int64, [2, 1], bl)
+    k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bl)
+    k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bl)
+    v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bl)
+    v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bl)
+    for i in gl.static_range(2):
+        mbarrier.init(q_ready.index(i), count=1)
+        mbarrier.init(q_empty.index(i), count=1)
+        mbarrier.init(turn.index(i), count=1)
+    for i in gl.static_range(STAGES):
+        mbarrier.init(k_ready.index(i), count=1)
+        mbarrier.init(k_empty.index(i), count=2)
+        mbarrier.init(v_ready.index(i), count=1)
+        mbarrier.init(v_empty.index(i), count=2)
+    if PINGPONG:
+        mbarrier.arrive(turn.index(0), count=1)          # consumer 0 takes the first turn
+    bars = (q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn)
+    gl.warp_specialize([
+        (_consumer, (bars, q_smem, k_smem, v_smem, out_ptr, qk_scale, seq, n_tiles, 0, STAGES,
+                     OVERLAP, PINGPONG)),
+        (_consumer1, (bars, q_smem, k_smem, v_smem, out_ptr, qk_scale, seq, n_tiles, STAGES,
+                      OVERLAP, PINGPONG)),
+        (_producer, (q_desc, k_desc, v_desc, bars, q_smem, k_smem, v_smem, seq, n_tiles,
+                     STAGES)),
+    ], [4, 1], [240, 24])
+
+
+def _layouts():
+    return (gl.NVMMASharedLayout.get_default_for([64, 128], gl.bfloat16),
+            gl.NVMMASharedLayout.get_default_for([128, 128], gl.bfloat16))
+
+
+def gluon_fa(q, k, v, out=None, stages=3, overlap=2, pingpong=0, programs=None):
+    """FA-only forward on q, k, v [batch, heads, M, d = 128] bf16 contiguous (M a multiple of 128);
+    returns (out [batch, heads, M, d] bf16, not causal, scale 1/sqrt(d); Triton's handle of the
+    compiled kernel). programs: the persistent grid (default the SM count; n_tiles: one tile
+    per program)."""
+    import torch
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    b, h, m, d = q.shape
+    if d != D or m % BM or q.dtype != torch.bfloat16 or not (q.is_contiguous() and k.is_contiguous()
+                                                           and v.is_contiguous()):
+        raise ValueError(f"gluon_fa: needs contiguous bf16 [b, h, M, 128], M % 128 == 0; got "
+                         f"{tuple(q.shape)} {q.dtype}")
+    out = torch.empty_like(q) if out is None else out
+    lq, lkv = _layouts()
+    q2, k2, v2 = (x.view(b * h * m, d) for x in (q, k, v))
+    qd = TensorDescriptor.from_tensor(q2, [64, 128], lq)
+    kd = TensorDescriptor.from_tensor(k2, [128, 128], lkv)
+    vd = TensorDescriptor.from_tensor(v2, [128, 128], lkv)
+    n_tiles = b * h * (m // BM)
+    if programs is None:
+        programs = torch.cuda.get_device_properties(q.device).multi_processor_count
+    grid = (min(programs, n_tiles),)
+    return out, gluon_fa_kernel[grid](qd, kd, vd, out, LOG2E / d ** 0.5, m, n_tiles, stages,
+                                      overlap, pingpong, num_warps=4, maxnreg=168)
+
+
+def compile_offline(stages=3, overlap=2, pingpong=0):
+    """gluon_fa_kernel compiled for sm_90 on the CPU (no GPU): Triton's CompiledKernel."""
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    lq, lkv = _layouts()
+    names = gluon_fa_kernel.arg_names
+    sig = dict(q_desc=f"tensordesc<bf16[64, 128],{lq!r}>", k_desc=f"tensordesc<bf16[128, 128],{lkv!r}>",
+               v_desc=f"tensordesc<bf16[128, 128],{lkv!r}>", out_ptr="*bf16", qk_scale="fp32",
+               seq="i32", n_tiles="i32", STAGES="constexpr", OVERLAP="constexpr",
+               PINGPONG="constexpr")
+    const = dict(STAGES=stages, OVERLAP=overlap, PINGPONG=pingpong)
+    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in ("out_ptr", "seq", "n_tiles")}
+    src = GluonASTSource(gluon_fa_kernel, {n: sig[n] for n in names},
+                         constexprs={(names.index(n),): v for n, v in const.items()}, attrs=attrs)
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32),
+                          options=dict(num_warps=4, maxnreg=168))
+
+
+def inspect(kernel) -> dict:
+    """SASS facts of a compiled gluon_fa_kernel (offline or the one a GPU ran): fa_sass's, plus
+    `mufu_under_pv_wait0` / `rs_hazards_wait0` scanned up to the wait for every wgmma (here P V
+    is waited by `.LE gsb0, 0x0` after S's `.LE 0x1`), the partitions' setmaxnreg counts, ptxas's
+    registers (the kernel's entry count: maxnreg) and spills, shared memory."""
+    from . import fa_sass
+
+    sass = fa_sass.sass_of(kernel.asm["cubin"])
+    ins = fa_sass.parse(sass)
+    info = fa_sass.inspect_cubin(kernel.asm["cubin"])
+    info.update(mufu_under_pv_wait0=fa_sass.mufu_under_pv(ins, wait0=True),
+                rs_hazards_wait0=fa_sass.rs_hazards(ins, wait0=True),
+                setmaxnreg=sorted({int(x, 16) for x in re.findall(r"USETMAXREG\.\S+\s+(?:UP\d,\s*)?(0x[0-9a-f]+)",
+                                                                  sass)}),
+                shared_bytes=kernel.metadata.shared, **fa_sass._ptxas_info(kernel.asm["ptx"]))
+    return info
+
+
+CANDIDATES = {      # name: (stages, overlap, pingpong, persistent)
+    "g-s3-o0": (3, 0, 0, True), "g-s3-o1": (3, 1, 0, True), "g-s3-o2": (3, 2, 0, True),
+    "g-s2-o2": (2, 2, 0, True), "g-s3-o0-pp": (3, 0, 1, True), "g-s3-o2-pp": (3, 2, 1, True),
+    "g-s3-o2-grid": (3, 2, 0, False),
+}
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="hwkernels.fa_gluon")
+    ap.add_argument("--candidates", default=",".join(CANDIDATES))
+    args = ap.parse_args(argv)
+    names = [n for n in args.candidates.split(",") if n]
+    bad = [n for n in names if n not in CANDIDATES]
+    if bad:
+        print(f"fa_gluon: unknown candidate(s) {bad}; known: {sorted(CANDIDATES)}", file=sys.stderr)
+        return 2
+    for n in names:
+        st, ov, pp, _ = CANDIDATES[n]
+        try:
+            info = inspect(compile_offline(st, ov, pp))
+        except Exception as exc:  # noqa: BLE001 - one line per candidate
+            print(f"{n}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+            continue
+        print(f"{n}: " + " ".join(f"{k}={v}" for k, v in info.items()), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
