@@ -44,6 +44,7 @@ class KernelConfig:
     pace_spread: bool = True        # ... spread over the whole next Q-loop (else one per KV step)
     pace_order: str = "remote-first"
     pace_branch: bool = True        # ... chunk code under a uniform if (else masked every step)
+    pace_pf: bool = False           # ... each chunk read from the stage one chunk step early
     swp: bool = False               # Q-loop software-pipelined by one KV step (P V overlaps softmax)
     emu: int = 1                    # softmax exp2: this many of every 8 on the FMA pipe (fa_exp2;
                                     # 1 shipped since call lsum-call1, 0 the kernel before it)
@@ -156,7 +157,8 @@ class Case:
                      num_stages=c.num_stages, tma=c.tma, pace=c.pace, spread=c.pace_spread,
                      stage=self.stage, order=c.pace_order if mode == fa.MODE_PACED else "default",
                      flatten=c.flatten, ws=c.ws, branch=c.pace_branch, swp=c.swp,
-                     emu=c.emu, early=c.early, lsum=c.lsum, qpf=c.qpf, qreg=c.qreg)
+                     emu=c.emu, early=c.early, lsum=c.lsum, qpf=c.qpf, qreg=c.qreg,
+                     pf=c.pace_pf)
 
     def _fa_split(self):
         from . import fa_split
