@@ -81,9 +81,9 @@ def parse_args(argv=None):
                     help="fused-paced tile order (remote-first: the rank's own tiles last)")
     ap.add_argument("--pace-masked", action="store_true",
                     help="fused-paced: chunk code masked on every KV step (default: uniform if)")
-    ap.add_argument("--pace-pf", type=int, default=0, choices=(0, 1),
+    ap.add_argument("--pace-pf", type=int, default=1, choices=(0, 1),
                     help="fused-paced: each chunk read from the stage one chunk step before its "
-                         "stores (fa_qloop._pace_step_pf)")
+                         "stores (fa_qloop._pace_step_pf; default 1, shipped; 0: the kernel before)")
     ap.add_argument("--paired", action="store_true",
                     help="per M, every variant timed once per trial in a rotating order; records "
                          "add the median per-trial difference to FA-only (fa_paired)")
@@ -198,7 +198,7 @@ def params_of(case: Case, variant: str, replays: int, graph: bool, target: str) 
         p["fence"] = variant[3:]
     if variant == "fused-paced":
         p.update(pace_chunks=c.pace, pace_spread=c.pace_spread, tile_order=c.pace_order,
-                 pace_branch=c.pace_branch, pace_pf=c.pace_pf,
+                 pace_branch=c.pace_branch, pace_pf=c.pf,
                  pace_stride_kv=fa.pace_stride(s, c.pace, c.pace_spread))
     return p
 
