@@ -166,7 +166,8 @@ def launch_fa(q, k, v, shape: FAShape, mode: int, out=None, bufs: OwnerBuffers |
               num_warps: int = 8, num_stages: int = 3, tma: bool = False, pace: int = 0,
               spread: bool = True, stage=None, order: str = "default", flatten: bool = False,
               ws: bool = False, branch: bool = True, swp: bool = False, emu: int = 0,
-              early: bool = False, lsum: bool = False, qpf: int = 0, qreg: bool = False):
+              early: bool = False, lsum: bool = False, qpf: int = 0, qreg: bool = False,
+              pf: bool = False):
     """Enqueue fa_fwd_kernel (no sync). mode 0 writes `out` [batch, HL, M, d]; modes 1, 2, 3
     write `bufs`. stamps (int64 [n_tiles, 6]) turns the per-tile instrumentation on. mode 3
     (paced) needs pace (row chunks per tile, one of PACES) and `stage` (>= programs * b_m * d
@@ -174,7 +175,9 @@ def launch_fa(q, k, v, shape: FAShape, mode: int, out=None, bufs: OwnerBuffers |
     (fa_qloop._qloop_swp). emu: exp2 of `emu` of every 8 softmax elements on the FMA pipe
     (EMUS). lsum: the softmax row sums as P @ ones on the tensor cores (fa_qloop). qpf: the
     program's next tile's Q (2: and its first K, V tiles) prefetched into L2 at each tile start
-    (QPFS); qreg: the next tile's Q loaded into registers during each tile's epilogue. Returns Triton's handle of the compiled kernel."""
+    (QPFS); qreg: the next tile's Q loaded into registers during each tile's epilogue. pf (mode 3):
+    each paced chunk read from the stage one chunk step before its stores (not with swp).
+    Returns Triton's handle of the compiled kernel."""
     from .fa_kernels import fa_fwd_kernel
 
     upcast = _interpreter_compat()
@@ -188,8 +191,11 @@ def launch_fa(q, k, v, shape: FAShape, mode: int, out=None, bufs: OwnerBuffers |
             raise ValueError(f'"pace" must be one of {PACES} dividing block_m, got {pace!r}.')
         if stage is None or stage.numel() < grid[0] * shape.block_m * shape.head_dim:
             raise ValueError('the paced variant needs "stage" (>= programs * block_m * head_dim).')
+        if pf and swp:
+            raise ValueError('"pf" (paced chunks read one chunk step early) needs the plain '
+                             'Q-loop, not swp.')
     else:
-        pace, stage = 0, None
+        pace, stage, pf = 0, None, False
     if emu not in EMUS or (emu and swp):
         raise ValueError(f'"emu" must be one of {EMUS} (0 with swp), got {emu!r}.')
     if qpf not in QPFS:
@@ -217,7 +223,8 @@ def launch_fa(q, k, v, shape: FAShape, mode: int, out=None, bufs: OwnerBuffers |
                         CHUNK=shape.block_m // pace if pace else shape.block_m,
                         ORDER=ORDERS[order], FLATTEN=flatten, WS=ws, BRANCH=bool(branch),
                         SWP=bool(swp), EMU=int(emu), EARLY=bool(early), LSUM=bool(lsum),
-                        QPF=int(qpf), QREG=bool(qreg), num_warps=num_warps, num_stages=num_stages)
+                        QPF=int(qpf), QREG=bool(qreg), PF=bool(pf), num_warps=num_warps,
+                        num_stages=num_stages)
 
 
 def launch_a2a_store(out, bufs: OwnerBuffers, shape: FAShape, programs: int = 132,

@@ -25,7 +25,7 @@ import sys
 
 import numpy as np
 
-from . import fa, fa_dist, fa_layout, records
+from . import fa, fa_dist, fa_layout, fa_paired, records
 from .destination import H200_L2_BYTES, RING_L2_MULTIPLE, ring_bursts
 from .fa import FAShape
 from .fa_variants import INSTRUMENTED, VARIANTS, Case, KernelConfig, record_kind
@@ -81,6 +81,12 @@ def parse_args(argv=None):
                     help="fused-paced tile order (remote-first: the rank's own tiles last)")
     ap.add_argument("--pace-masked", action="store_true",
                     help="fused-paced: chunk code masked on every KV step (default: uniform if)")
+    ap.add_argument("--pace-pf", type=int, default=1, choices=(0, 1),
+                    help="fused-paced: each chunk read from the stage one chunk step before its "
+                         "stores (fa_qloop._pace_step_pf; default 1, shipped; 0: the kernel before)")
+    ap.add_argument("--paired", action="store_true",
+                    help="per M, every variant timed once per trial in a rotating order; records "
+                         "add the median per-trial difference to FA-only (fa_paired)")
     ap.add_argument("--config", default="",
                     help="JSON file whose 'best' is [block_m, block_n, num_warps, num_stages, "
                          "tma] (fa_tune's output); overrides those five options")
@@ -118,9 +124,18 @@ def host_bytes_for(shapes_: list[FAShape]) -> int:
 def measure_variant(case: Case, variant: str, repeats: int, instrument: bool = True):
     """harness.measure over graph replays of one variant: (Measurement, replays, graphed).
     N ranks (case.ranks): barriers around every run, times and checks over every rank."""
+    from .harness import measure
+
+    run, replays, graphed, kw = prepare_variant(case, variant, instrument)
+    return measure(run, repeats=repeats, warmup=1, **kw), replays, graphed
+
+
+def prepare_variant(case: Case, variant: str, instrument: bool = True):
+    """One variant ready to time: (run, replays, graphed, harness.measure keywords); run()
+    times one graph replay of `replays` rings (and, instrumented, one stamped launch)."""
     import torch
 
-    from .harness import capture_graph, graph_replay_us, measure
+    from .harness import capture_graph, graph_replay_us
 
     rk = getattr(case, "ranks", SOLO)
     ring = case.ring(variant)
@@ -147,10 +162,9 @@ def measure_variant(case: Case, variant: str, repeats: int, instrument: bool = T
             result = e
         return rk.pool(result)
 
-    m = measure(run, repeats=repeats, warmup=1, poison=lambda: case.poison(variant),
-                check=lambda _r: case.check(variant), flush_l2=True, sync=rk.sync,
-                agree=rk.agree)
-    return m, replays, graph is not None
+    kw = dict(poison=lambda: case.poison(variant), check=lambda _r: case.check(variant),
+              flush_l2=True, sync=rk.sync, agree=rk.agree)
+    return run, replays, graph is not None, kw
 
 
 def _eager_us(fn, reps: int = 1) -> float:
@@ -184,7 +198,7 @@ def params_of(case: Case, variant: str, replays: int, graph: bool, target: str) 
         p["fence"] = variant[3:]
     if variant == "fused-paced":
         p.update(pace_chunks=c.pace, pace_spread=c.pace_spread, tile_order=c.pace_order,
-                 pace_branch=c.pace_branch,
+                 pace_branch=c.pace_branch, pace_pf=c.pf,
                  pace_stride_kv=fa.pace_stride(s, c.pace, c.pace_spread))
     return p
 
@@ -291,6 +305,7 @@ def main(argv=None) -> int:
         cfg = KernelConfig(args.num_warps, args.num_stages, args.tma, flatten=args.flatten,
                            ws=args.ws, pace=args.pace, pace_spread=not args.pace_consecutive,
                            pace_order=args.pace_order, pace_branch=not args.pace_masked,
+                           pace_pf=bool(args.pace_pf),
                            swp=args.swp, emu=args.emu, early=args.early, split=args.split,
                            lsum=args.lsum, qpf=args.qpf, qreg=bool(args.qreg))
     except ValueError as exc:
@@ -318,9 +333,15 @@ def main(argv=None) -> int:
         case = make_case(shape)
         row = {"M": shape.seq_len, "t": {}}
         stamp_mhz = 0.0
+        paired = (fa_paired.measure_shape(case, variants, args.repeats, instrument)
+                  if args.paired else {})
         for variant in variants:
             try:
-                m, replays, graph = measure_variant(case, variant, args.repeats, instrument)
+                if args.paired and isinstance(paired[variant], Exception):
+                    raise paired[variant]
+                m, replays, graph, extra = (paired[variant] if args.paired else
+                                            (*measure_variant(case, variant, args.repeats,
+                                                              instrument), {}))
             except Exception as exc:  # noqa: BLE001 - say which variant failed, go on
                 print(f"[rank {rk.rank}] M={shape.seq_len} {variant}: FAILED {type(exc).__name__}: "
                       f"{str(exc)[:300]}", flush=True)
@@ -334,6 +355,7 @@ def main(argv=None) -> int:
                 st.pop("clock_mhz", None)
             params = params_of(case, variant, replays, graph, args.target)
             params["smi_sm_clock_mhz"] = smi_sm_clock_mhz()
+            params.update(extra)
             rec = records.make_record("fa-a2a", record_kind(variant), params, st, m.check_dict(),
                                       _platform(mhz, args.target, world, dev.index or 0),
                                       commit, dirty)
@@ -348,7 +370,7 @@ def main(argv=None) -> int:
                   f"t={row['t'].get(variant, float('nan')):.1f} us clock={mhz:.0f} MHz",
                   flush=True)
         rows.append(row)
-        del case
+        del case, paired
         torch.cuda.empty_cache()
     rows.sort(key=lambda r: r["M"])
     fit = fit_qloop(qloops, args.block_n)

@@ -29,7 +29,9 @@ the online softmax (scores in base 2), then the epilogue:
           host stores are spread over the program's next tile: PACE row chunks of b_m / PACE
           rows, chunk c stored after KV step c * pace_stride of the next Q-loop (the chunks the
           Q-loop is too short for, and the program's last tile, are stored at the tile end);
-          BRANCH: the chunk code under a uniform `if` (else masked off on the other steps).
+          BRANCH: the chunk code under a uniform `if` (else masked off on the other steps);
+          PF: each chunk read from the stage into registers one chunk step before its stores
+          (fa_qloop._pace_step_pf; the plain Q-loop only).
 ORDER 0: tile t in fa_layout.tiles order; ORDER 1: remote-first (fa_layout.remote_first_coords:
 the tiles of the other owners first, the rank's own tiles last, so the last wave stores to HBM).
 FLATTEN: the persistent loop as tl.range(flatten=True) (Triton may fuse it with the Q-loop);
@@ -181,7 +183,8 @@ def fa_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, remote_ptr, stamps_ptr, flags_pt
                   WS: tl.constexpr, BRANCH: tl.constexpr, DELTA: tl.constexpr = False,
                   SWP: tl.constexpr = False, EMU: tl.constexpr = 0,
                   EARLY: tl.constexpr = False, LSUM: tl.constexpr = False,
-                  QPF: tl.constexpr = 0, QREG: tl.constexpr = False):
+                  QPF: tl.constexpr = 0, QREG: tl.constexpr = False,
+                  PF: tl.constexpr = False):
     pid = tl.program_id(0)
     offs_m = tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
@@ -233,7 +236,7 @@ def fa_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, remote_ptr, stamps_ptr, flags_pt
             o_tile = _qloop(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n,
                             offs_d, qk_scale, my_stage, remote_ptr, pend_off, pend, pace_stride,
                             row_stride, offs_c, BLOCK_M, BLOCK_N, D, UPCAST, TMA, PACE, CHUNK,
-                            BRANCH, EMU, EARLY, LSUM)
+                            BRANCH, EMU, EARLY, LSUM, PF)
         if QREG:   # the next tile's Q in flight during this tile's epilogue
             q_next, _ = _next_rows(tile, programs, n_tiles, hl, seq, sp, rank, BLOCK_M, D, ORDER)
             q = tl.load(q_ptr + q_next + q_tile)

@@ -10,7 +10,10 @@ _qloop_swp (constexpr SWP of the kernel): software-pipelined by one step, P_{j-1
 LSUM (constexpr): the row sums accumulated as P @ ones[b_n, LCOLS] (8 HMMA.16816 per thread per
 step instead of the FADD tree and shuffles of tl.sum; measured slower, off by default).
 PACE > 0 (MODE 3, fused-paced): after KV step j, _pace_step stores one row chunk of the
-program's previously staged tile to its remote owner (_store_chunk) every pace_stride steps.
+program's previously staged tile to its remote owner (_store_chunk) every pace_stride steps;
+with PF (constexpr) the chunk is read from the stage into registers one chunk step earlier
+(_pf_first before the loop, then _pace_step_pf: store chunk c, load chunk c + 1), so a chunk
+step issues only its stores and the stage's read latency is off the Q-loop's serial path.
 UPCAST / TMA as in fa_kernels.py.
 """
 
@@ -37,6 +40,37 @@ def _store_chunk(stage_ptr, remote_ptr, pend_off, c, do, row_stride, offs_c, off
         tl.store(dst, tl.load(src, mask=mask, cache_modifier=".cg"), mask=mask)
     else:
         tl.store(dst, tl.load(src, cache_modifier=".cg"))
+
+
+@triton.jit
+def _words(ptr, off):
+    # A bf16 pointer (plus an even element offset) as a pointer to 32-bit words: PF carries a
+    # chunk as [CH, D / 2] int32 (4 registers per thread at CH = 16, D = 128, 8 warps), not as
+    # 16-bit values, which ptxas keeps one per register.
+    return ptr.to(tl.pointer_type(tl.int32), bitcast=True) + off // 2
+
+
+@triton.jit
+def _load_chunk(stage_ptr, c, do, nxt, offs_c, offs_w, CH: tl.constexpr, D: tl.constexpr,
+                MASKED: tl.constexpr = True):
+    # PF: rows c*CH .. of the stage into registers as words (masked: `nxt` kept unless `do`).
+    src = _words(stage_ptr, 0) + (c * CH + offs_c)[:, None] * (D // 2) + offs_w[None, :]
+    if MASKED:
+        mask = tl.full([CH, D // 2], True, tl.int1) & do
+        return tl.load(src, mask=mask, other=nxt, cache_modifier=".cg")
+    return tl.load(src, cache_modifier=".cg")
+
+
+@triton.jit
+def _put_chunk(remote_ptr, pend_off, c, nxt, do, row_stride, offs_c, offs_w,
+               CH: tl.constexpr, D: tl.constexpr, MASKED: tl.constexpr = True):
+    # PF: the chunk in registers (words) to rows c*CH .. of its remote owner.
+    dst = (_words(remote_ptr, pend_off) + (c * CH + offs_c)[:, None].to(tl.int64)
+           * (row_stride // 2) + offs_w[None, :])
+    if MASKED:
+        tl.store(dst, nxt, mask=tl.full([CH, D // 2], True, tl.int1) & do)
+    else:
+        tl.store(dst, nxt)
 
 
 @triton.jit
@@ -115,6 +149,43 @@ def _pace_step(j, stage_ptr, remote_ptr, pend_off, pend, pace_stride, row_stride
     else:
         _store_chunk(stage_ptr, remote_ptr, pend_off, c, do, row_stride, offs_c, offs_d,
                      CHUNK, D)
+
+
+@triton.jit
+def _pace_step_pf(j, nxt, stage_ptr, remote_ptr, pend_off, pend, pace_stride, row_stride,
+                  offs_c, D: tl.constexpr, PACE: tl.constexpr, CHUNK: tl.constexpr,
+                  BRANCH: tl.constexpr):
+    # PF: _pace_step with chunk c already in registers (`nxt`, loaded one chunk step earlier):
+    # its step issues only the stores, then loads chunk c + 1, which the next chunk step stores.
+    # Returns the registers carried to the next step.
+    offs_w = tl.arange(0, D // 2)
+    c = j // pace_stride
+    do = (pend != 0) & (j % pace_stride == 0) & (c < PACE)
+    more = do & (c + 1 < PACE)
+    if BRANCH:
+        if do:
+            _put_chunk(remote_ptr, pend_off, c, nxt, do, row_stride, offs_c, offs_w, CHUNK, D,
+                       False)
+            if more:
+                nxt = _load_chunk(stage_ptr, c + 1, more, nxt, offs_c, offs_w, CHUNK, D, False)
+    else:
+        _put_chunk(remote_ptr, pend_off, c, nxt, do, row_stride, offs_c, offs_w, CHUNK, D)
+        nxt = _load_chunk(stage_ptr, c + 1, more, nxt, offs_c, offs_w, CHUNK, D)
+    return nxt
+
+
+@triton.jit
+def _pf_first(stage_ptr, pend, offs_c, D: tl.constexpr, CHUNK: tl.constexpr,
+              BRANCH: tl.constexpr):
+    # PF: chunk 0 of the staged tile into registers before the Q-loop (zeros if none is pending).
+    offs_w = tl.arange(0, D // 2)
+    nxt = tl.zeros([CHUNK, D // 2], dtype=tl.int32)
+    if BRANCH:
+        if pend != 0:
+            nxt = _load_chunk(stage_ptr, 0, pend != 0, nxt, offs_c, offs_w, CHUNK, D, False)
+    else:
+        nxt = _load_chunk(stage_ptr, 0, pend != 0, nxt, offs_c, offs_w, CHUNK, D)
+    return nxt
 
 
 @triton.jit
@@ -205,7 +276,7 @@ def _qloop_raw(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n, o
                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr,
                UPCAST: tl.constexpr, TMA: tl.constexpr, PACE: tl.constexpr,
                CHUNK: tl.constexpr, BRANCH: tl.constexpr, EMU: tl.constexpr = 0,
-               EARLY: tl.constexpr = False, LSUM: tl.constexpr = False):
+               EARLY: tl.constexpr = False, LSUM: tl.constexpr = False, PF: tl.constexpr = False):
     # KV rows kv_row0 .. kv_row0 + seq - 1: the unnormalized accumulator, row max m_i (base 2,
     # scaled) and row sum l_i (fa_split merges KV splits of one tile with them).
     # LSUM: the row sums on the tensor cores, l_acc += P @ ones [BLOCK_N, LCOLS] (the bf16 P
@@ -219,6 +290,8 @@ def _qloop_raw(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n, o
     acc = tl.zeros([BLOCK_M, D], dtype=tl.float32)
     kv_ptrs = kv_base + offs_n[:, None].to(tl.int64) * D + offs_d[None, :]
     row = kv_row0
+    if PACE > 0 and PF:   # PF: the chunk a chunk step stores is loaded one chunk step before
+        nxt = _pf_first(stage_ptr, pend, offs_c, D, CHUNK, BRANCH)
     for start_n in range(0, seq, BLOCK_N):
         k = _load_kv(desc_k, k_ptr, kv_ptrs, row, UPCAST, TMA)
         qk = tl.dot(q, tl.trans(k))                        # [BLOCK_M, BLOCK_N] fp32
@@ -229,8 +302,13 @@ def _qloop_raw(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n, o
         if LSUM:
             l_i = tl.dot(pv, ones, l_i)
         if PACE > 0:
-            _pace_step(start_n // BLOCK_N, stage_ptr, remote_ptr, pend_off, pend, pace_stride,
-                       row_stride, offs_c, offs_d, D, PACE, CHUNK, BRANCH)
+            if PF:
+                nxt = _pace_step_pf(start_n // BLOCK_N, nxt, stage_ptr, remote_ptr, pend_off,
+                                    pend, pace_stride, row_stride, offs_c, D, PACE, CHUNK,
+                                    BRANCH)
+            else:
+                _pace_step(start_n // BLOCK_N, stage_ptr, remote_ptr, pend_off, pend,
+                           pace_stride, row_stride, offs_c, offs_d, D, PACE, CHUNK, BRANCH)
         kv_ptrs += BLOCK_N * D
         row += BLOCK_N
     if LSUM:
@@ -244,9 +322,9 @@ def _qloop(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n, offs_
            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr,
            UPCAST: tl.constexpr, TMA: tl.constexpr, PACE: tl.constexpr,
            CHUNK: tl.constexpr, BRANCH: tl.constexpr, EMU: tl.constexpr = 0,
-           EARLY: tl.constexpr = False, LSUM: tl.constexpr = False):
+           EARLY: tl.constexpr = False, LSUM: tl.constexpr = False, PF: tl.constexpr = False):
     acc, m_i, l_i = _qloop_raw(q, kv_base, k_ptr, v_ptr, desc_k, desc_v, kv_row0, seq, offs_n,
                                offs_d, qk_scale, stage_ptr, remote_ptr, pend_off, pend,
                                pace_stride, row_stride, offs_c, BLOCK_M, BLOCK_N, D, UPCAST,
-                               TMA, PACE, CHUNK, BRANCH, EMU, EARLY, LSUM)
+                               TMA, PACE, CHUNK, BRANCH, EMU, EARLY, LSUM, PF)
     return acc / l_i[:, None]

@@ -142,7 +142,7 @@ def _ptxas_info(ptx: str) -> dict:
 
 
 def compile_offline(mode=0, block_m=128, block_n=128, warps=8, stages=3, swp=False, pace=0,
-                    d=128, emu=0, early=False, lsum=False, qpf=0, qreg=False):
+                    d=128, emu=0, early=False, lsum=False, qpf=0, qreg=False, pf=False):
     """fa_fwd_kernel compiled for sm_90 as the launcher specializes it (16-aligned pointers and
     sizes), TMA on; returns Triton's CompiledKernel (asm: ttgir, ptx, cubin)."""
     import triton
@@ -156,7 +156,7 @@ def compile_offline(mode=0, block_m=128, block_n=128, warps=8, stages=3, swp=Fal
                  UPCAST=False, TMA=True, PACE=pace, CHUNK=block_m // pace if pace else block_m,
                  ORDER=1 if mode == 3 else 0, FLATTEN=False, WS=False, BRANCH=True,
                  DELTA=False, SWP=swp, EMU=emu, EARLY=early, LSUM=lsum,
-                 QPF=qpf, QREG=qreg)
+                 QPF=qpf, QREG=qreg, PF=pf)
     sig = {n: "*bf16" for n in ("q_ptr", "k_ptr", "v_ptr", "out_ptr", "remote_ptr", "stage_ptr")}
     sig.update(stamps_ptr="*i64", flags_ptr="*i32", delta_ptr="*i64", qk_scale="fp32")
     sig.update({n: "i32" for n in ("n_tiles", "programs", "rank", "hl", "seq", "sp",
@@ -185,13 +185,15 @@ def main(argv=None) -> int:
     ap.add_argument("--qpf", type=int, default=0, choices=(0, 1, 2),
                     help="next tile's Q (2: and first K, V) prefetched into L2")
     ap.add_argument("--qreg", action="store_true", help="next tile's Q loaded during the epilogue")
+    ap.add_argument("--pf", action="store_true",
+                    help="MODE 3: paced chunks read from the stage one chunk step early")
     ap.add_argument("--sass-out", default="", help="also write the SASS here")
     args = ap.parse_args(argv)
     try:
         k = compile_offline(args.mode, args.block_m, args.block_n, args.num_warps,
                             args.num_stages, args.swp, args.pace if args.mode == 3 else 0,
                             emu=args.emu, early=args.early, lsum=args.lsum,
-                            qpf=args.qpf, qreg=args.qreg)
+                            qpf=args.qpf, qreg=args.qreg, pf=args.pf)
     except Exception as exc:  # noqa: BLE001 - one line, exit 2
         print(f"fa_sass: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}", file=sys.stderr)
         return 2

@@ -44,6 +44,8 @@ class KernelConfig:
     pace_spread: bool = True        # ... spread over the whole next Q-loop (else one per KV step)
     pace_order: str = "remote-first"
     pace_branch: bool = True        # ... chunk code under a uniform if (else masked every step)
+    pace_pf: bool = True            # ... each chunk read from the stage one chunk step early
+                                    # (shipped since call pf-call1; False: the kernel before)
     swp: bool = False               # Q-loop software-pipelined by one KV step (P V overlaps softmax)
     emu: int = 1                    # softmax exp2: this many of every 8 on the FMA pipe (fa_exp2;
                                     # 1 shipped since call lsum-call1, 0 the kernel before it)
@@ -53,6 +55,11 @@ class KernelConfig:
     qpf: int = 0                    # next tile's Q (2: + first K, V) prefetched into L2 (fa.QPFS)
     qreg: bool = True               # next tile's Q loaded into registers during the epilogue
                                     # (shipped since call faspeed2-1; False: the kernel before)
+
+    @property
+    def pf(self) -> bool:
+        """pace_pf as run: PF is an option of the plain Q-loop (a swp config runs without it)."""
+        return self.pace_pf and not self.swp
 
     def __post_init__(self):
         if self.num_warps not in (1, 2, 4, 8, 16):
@@ -156,7 +163,8 @@ class Case:
                      num_stages=c.num_stages, tma=c.tma, pace=c.pace, spread=c.pace_spread,
                      stage=self.stage, order=c.pace_order if mode == fa.MODE_PACED else "default",
                      flatten=c.flatten, ws=c.ws, branch=c.pace_branch, swp=c.swp,
-                     emu=c.emu, early=c.early, lsum=c.lsum, qpf=c.qpf, qreg=c.qreg)
+                     emu=c.emu, early=c.early, lsum=c.lsum, qpf=c.qpf, qreg=c.qreg,
+                     pf=c.pf)
 
     def _fa_split(self):
         from . import fa_split

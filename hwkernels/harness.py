@@ -78,6 +78,11 @@ def measure(run, repeats: int, warmup: int = 1, poison=None, check=None, flush_l
             return Measurement(False, worst, None)
         if i >= warmup and result is not None:
             kept.append(result)
+    return from_kept(kept, worst)
+
+
+def from_kept(kept: list, worst: float) -> Measurement:
+    """The Measurement of checked, kept run results (``run()``'s dicts, in trial order)."""
     samples = gather(kept)
     return Measurement(True, worst, {k: summarize(v) for k, v in samples.items()}, samples, kept)
 

@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
-# One device call: the whole FA sweep at the shipped settings, then FA-only beside cuDNN for the
-# kernel before the last change, then the FA GPU tests; everything under $OUT:
-#   XSTAGE_COMMIT=<sha> bash hwkernels/run_fa_sweep_device.sh [TOTAL_SECONDS] [REPEATS] [CMP_CFGS]
+# One device call: the whole FA sweep at the shipped settings, paired, then the FA GPU tests,
+# then (in the time left) a paired A/B of the last kernel change; everything under $OUT:
+#   XSTAGE_COMMIT=<sha> bash hwkernels/run_fa_sweep_device.sh [TOTAL_SECONDS] [REPEATS] [AB_ENTRIES] [AB_MS]
 # fa-a2a.jsonl/bench.log: every variant, M = 1K .. 64K, b_m = b_n = 128, 8 warps, 3 stages, TMA,
-#   fused-paced with 8 chunks, remote-first, uniform branch (run 3's pick, not re-picked);
-# cmp.json/cmp.log (in the time left): fa_explore section fa, CMP_CFGS (default base-r0,base:
-#   the kernel before the next-tile Q load and the shipped one), 8 M;
-# pytest-gpu.txt: python3 -m pytest -q -m gpu tests/test_hwkernels_fa.py.
+#   fused-paced with 8 chunks, remote-first, uniform branch (run 3's pick, not re-picked), each
+#   chunk read one chunk step early (PF, since run 6); fa_bench --paired: per M every variant
+#   once per trial in a rotating order, records with params.paired_diff_us (to FA-only);
+# pytest-gpu.txt: python3 -m pytest -q -m gpu tests/test_hwkernels_fa.py tests/test_hwkernels_fa_pacepf.py;
+# ab.json/ab.log (in the time left): fa_paired, AB_ENTRIES (default: fa-only and fused-paced with
+#   PF off and on) at AB_MS. (Run 5's call ran fa_explore section fa here: FA-only beside cuDNN
+#   for the kernel before and after QREG; this script's history has it.)
 set -o pipefail
 total=${1:-200}
 repeats=${2:-6}
-cmp=${3:-base-r0,base}
+ab=${3:-fa-only,fused-paced:nopf,fused-paced:pf}
+abms=${4:-8192,16384,12288,6144}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD PYTHONWARNINGS=ignore
 out=${OUT:-./out}; mkdir -p "$out"
@@ -18,14 +22,13 @@ out=${OUT:-./out}; mkdir -p "$out"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,pcie.link.gen.max,pcie.link.width.max --format=csv
   python3 -c 'import torch, triton, cupy; print(torch.__version__, torch.version.cuda, triton.__version__, cupy.__version__, torch.backends.cudnn.version())'; } 2>&1 | tee "$out/env.log"
 timeout $(( total - 45 )) python3 -m hwkernels.fa_bench --out "$out/fa-a2a.jsonl" --target host --tma \
-  --pace 8 --pace-order remote-first --repeats "$repeats" > "$out/bench.log" 2>&1
+  --pace 8 --pace-order remote-first --paired --repeats "$repeats" > "$out/bench.log" 2>&1
 echo "fa_bench rc=$? at ${SECONDS}s"; tail -13 "$out/bench.log" | cut -c1-200
-timeout 40 python3 -m pytest -q -m gpu tests/test_hwkernels_fa.py > "$out/pytest-gpu.txt" 2>&1
+timeout 40 python3 -m pytest -q -m gpu tests/test_hwkernels_fa.py tests/test_hwkernels_fa_pacepf.py > "$out/pytest-gpu.txt" 2>&1
 echo "pytest rc=$? at ${SECONDS}s"; tail -3 "$out/pytest-gpu.txt"
-if [ $(( total - SECONDS )) -gt 14 ]; then
-  timeout $(( total - SECONDS )) python3 -m hwkernels.fa_explore --json "$out/cmp.json" --budget-s $(( total - SECONDS - 6 )) \
-    --sections fa:$(( total - SECONDS - 6 )) --fa-ms 3072,1024,8192,6144,2048,4096,12288,16384 \
-    --fa-configs "$cmp" > "$out/cmp.log" 2>&1
-  echo "cmp rc=$? at ${SECONDS}s"; sed -n '/^ *config /,$p' "$out/cmp.log"
+if [ $(( total - SECONDS )) -gt 20 ]; then
+  timeout $(( total - SECONDS - 3 )) python3 -m hwkernels.fa_paired --json "$out/ab.json" --seq-lens "$abms" \
+    --entries "$ab" --repeats 8 > "$out/ab.log" 2>&1
+  echo "ab rc=$? at ${SECONDS}s"; sed -n '/^ *M  *entry/,$p' "$out/ab.log"
 fi
 nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv
