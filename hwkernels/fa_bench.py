@@ -81,9 +81,10 @@ def parse_args(argv=None):
                     help="fused-paced tile order (remote-first: the rank's own tiles last)")
     ap.add_argument("--pace-masked", action="store_true",
                     help="fused-paced: chunk code masked on every KV step (default: uniform if)")
-    ap.add_argument("--pace-pf", type=int, default=1, choices=(0, 1),
+    ap.add_argument("--pace-pf", type=int, default=0, choices=(0, 1),
                     help="fused-paced: each chunk read from the stage one chunk step before its "
-                         "stores (fa_qloop._pace_step_pf; default 1, shipped; 0: the kernel before)")
+                         "stores (fa_qloop._pace_step_pf; default 0, the kernel of the shipped "
+                         "records; 1 measured faster in two paired A/Bs, docs/fa-a2a.md run 6)")
     ap.add_argument("--paired", action="store_true",
                     help="per M, every variant timed once per trial in a rotating order; records "
                          "add the median per-trial difference to FA-only (fa_paired)")

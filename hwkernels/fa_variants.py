@@ -44,8 +44,9 @@ class KernelConfig:
     pace_spread: bool = True        # ... spread over the whole next Q-loop (else one per KV step)
     pace_order: str = "remote-first"
     pace_branch: bool = True        # ... chunk code under a uniform if (else masked every step)
-    pace_pf: bool = True            # ... each chunk read from the stage one chunk step early
-                                    # (shipped since call pf-call1; False: the kernel before)
+    pace_pf: bool = False           # ... each chunk read from the stage one chunk step early
+                                    # (off: the kernel of the shipped records, run 5; on was
+                                    # faster in two paired A/Bs, docs/fa-a2a.md "Run 6")
     swp: bool = False               # Q-loop software-pipelined by one KV step (P V overlaps softmax)
     emu: int = 1                    # softmax exp2: this many of every 8 on the FMA pipe (fa_exp2;
                                     # 1 shipped since call lsum-call1, 0 the kernel before it)

@@ -4,7 +4,8 @@
 #   XSTAGE_COMMIT=<sha> bash hwkernels/run_fa_sweep_device.sh [TOTAL_SECONDS] [REPEATS] [AB_ENTRIES] [AB_MS]
 # fa-a2a.jsonl/bench.log: every variant, M = 1K .. 64K, b_m = b_n = 128, 8 warps, 3 stages, TMA,
 #   fused-paced with 8 chunks, remote-first, uniform branch (run 3's pick, not re-picked), each
-#   chunk read one chunk step early (PF, since run 6); fa_bench --paired: per M every variant
+#   chunk read one chunk step early (--pace-pf 1, asked for here: fa_bench's default is off, the
+#   kernel of the shipped run-5 records); fa_bench --paired: per M every variant
 #   once per trial in a rotating order, records with params.paired_diff_us (to FA-only);
 # pytest-gpu.txt: python3 -m pytest -q -m gpu tests/test_hwkernels_fa.py tests/test_hwkernels_fa_pacepf.py;
 # ab.json/ab.log (in the time left): fa_paired, AB_ENTRIES (default: fa-only and fused-paced with
@@ -22,7 +23,7 @@ out=${OUT:-./out}; mkdir -p "$out"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,pcie.link.gen.max,pcie.link.width.max --format=csv
   python3 -c 'import torch, triton, cupy; print(torch.__version__, torch.version.cuda, triton.__version__, cupy.__version__, torch.backends.cudnn.version())'; } 2>&1 | tee "$out/env.log"
 timeout $(( total - 45 )) python3 -m hwkernels.fa_bench --out "$out/fa-a2a.jsonl" --target host --tma \
-  --pace 8 --pace-order remote-first --paired --repeats "$repeats" > "$out/bench.log" 2>&1
+  --pace 8 --pace-order remote-first --pace-pf 1 --paired --repeats "$repeats" > "$out/bench.log" 2>&1
 echo "fa_bench rc=$? at ${SECONDS}s"; tail -13 "$out/bench.log" | cut -c1-200
 timeout 40 python3 -m pytest -q -m gpu tests/test_hwkernels_fa.py tests/test_hwkernels_fa_pacepf.py > "$out/pytest-gpu.txt" 2>&1
 echo "pytest rc=$? at ${SECONDS}s"; tail -3 "$out/pytest-gpu.txt"
