@@ -19,7 +19,6 @@ received after a barrier; times are per-trial maxima over ranks; rank 0 writes t
 """
 
 import argparse
-import math
 import os
 import sys
 
@@ -28,7 +27,9 @@ import numpy as np
 from . import fa, fa_dist, fa_layout, fa_paired, records
 from .destination import H200_L2_BYTES, RING_L2_MULTIPLE, ring_bursts
 from .fa import FAShape
-from .fa_variants import INSTRUMENTED, VARIANTS, Case, KernelConfig, record_kind
+from .fa_tables import rows_from_records, table, tile_table
+from .fa_variants import (GLUON_VARIANTS, INSTRUMENTED, MAINLOOPS, VARIANTS, Case, KernelConfig,
+                          record_kind)
 from .platform_info import smi_sm_clock_mhz
 from .ranks import SOLO
 
@@ -93,7 +94,12 @@ def parse_args(argv=None):
                          "tma] (fa_tune's output); overrides those five options")
     ap.add_argument("--programs", type=int, default=0, help="persistent CTAs (0: SM count)")
     ap.add_argument("--repeats", type=int, default=10)
-    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--mainloop", choices=MAINLOOPS, default="triton",
+                    help="the attention kernel: fa_kernels' (triton) or fa_gluon's warp-specialized "
+                         "one (gluon: b_m = b_n = d = 128, 2 stages; the Triton options above "
+                         "do not apply; variants default to GLUON_VARIANTS)")
+    ap.add_argument("--variants", default="", help="comma-separated (default: every variant of "
+                    "the mainloop)")
     ap.add_argument("--table-from", default="", metavar="RECORDS.jsonl",
                     help="print the tables of an existing records file and exit (no GPU)")
     return ap.parse_args(argv)
@@ -194,7 +200,11 @@ def params_of(case: Case, variant: str, replays: int, graph: bool, target: str) 
          "num_stages": c.num_stages, "tma": c.tma, "variant": variant, "flatten": c.flatten,
          "ws": c.ws, "swp": c.swp, "tile_order": "default", "emu": c.emu, "early": c.early,
          "lsum": c.lsum, "qpf": c.qpf, "qreg": c.qreg,
-         "split": c.split and variant in ("fa-only", "serial")}
+         "split": c.split and variant in ("fa-only", "serial"), "mainloop": c.mainloop}
+    if c.mainloop == "gluon":   # fa_gluon.launch_gluon_fa's kernel: the Triton options do not apply
+        p.update(num_warps=9, num_stages=2, tma=True, flatten=False, ws=True, swp=False, emu=0,
+                 early=False, lsum=False, qpf=0, qreg=False, split=False, gluon_overlap=2,
+                 gluon_store16=True)
     if variant.startswith("cc-"):
         p["fence"] = variant[3:]
     if variant == "fused-paced":
@@ -208,66 +218,6 @@ def _platform(sm_clock_mhz: float, target: str, world: int = 1, index: int = 0) 
     from .platform_info import platform
 
     return platform(world, sm_clock_mhz, index, (index + 1) % max(world, 2), destination=target)
-
-
-def table(rows: list[dict]) -> str:
-    """The short summary: one line per M (times in microseconds, medians)."""
-    head = ("M", "T_FA", "T_A2A", "T_A2A_ce", "T_serial", "T_fused", "T_cc_asm", "T_cc_atom",
-            "E_res", "H", "speedup", "FA/cuDNN", "T_paced", "E_paced", "H_paced")
-    lines = ["  ".join(f"{h:>9}" for h in head)]
-    for r in rows:
-        t = r["t"]
-        fa_us, ser, fus = t.get("fa-only"), t.get("serial"), t.get("fused")
-        e_res = fus - fa_us if fa_us and fus else math.nan
-        hide = 1 - e_res / (ser - fa_us) if fa_us and ser and fus and ser > fa_us else math.nan
-        vals = [r["M"], fa_us, t.get("a2a-store"), t.get("a2a-ce"), ser, fus, t.get("cc-asm"),
-                t.get("cc-atomic"), e_res, hide, ser / fus if ser and fus else math.nan,
-                t["sdpa-cudnn"] / fa_us if fa_us and t.get("sdpa-cudnn") else math.nan]
-        pac = t.get("fused-paced")
-        e_pac = pac - fa_us if fa_us and pac else math.nan
-        vals += [pac, e_pac, 1 - e_pac / (ser - fa_us) if pac and fa_us and ser and ser > fa_us
-                 else math.nan]
-        lines.append("  ".join(f"{v:>9.1f}" if isinstance(v, float) and (i < 9 or i > 11) else
-                               (f"{v:>9.3f}" if isinstance(v, float) else f"{v!s:>9}")
-                               for i, v in enumerate(v if v is not None else math.nan
-                                                     for v in vals)))
-    return "\n".join(lines)
-
-
-def rows_from_records(path) -> tuple[list[dict], list[tuple]]:
-    """(summary rows, per-tile rows) from a records file, for `table` and `tile_table`."""
-    import json
-
-    by_m: dict = {}
-    for line in open(path):
-        if not line.strip():
-            continue
-        r = json.loads(line)
-        if r.get("experiment") != "fa-a2a" or not r["check"]["ok"]:
-            continue
-        p = r["params"]
-        by_m.setdefault(p["seq_len"], {})[p.get("variant", r["kind"])] = r["stats"]
-    rows = [{"M": m, "t": {v: st["kernel_us"]["median"] for v, st in d.items()}}
-            for m, d in sorted(by_m.items())]
-
-    def q(d, v, k, key="median"):
-        return d.get(v, {}).get(k, {}).get(key, math.nan)
-    tiles = [(m, q(d, "fa-only", "qloop_us"), q(d, "fused", "qloop_us"), q(d, "cc-asm", "qloop_us"),
-              q(d, "fa-only", "issue_span_us"), q(d, "fused", "issue_span_us"),
-              q(d, "fused", "issue_span_us", "p90"), q(d, "fused", "issue_span_us", "max"),
-              q(d, "cc-asm", "issue_span_us"), q(d, "cc-atomic", "issue_span_us"),
-              q(d, "fused", "qloop_us", "p90"), q(d, "fused-paced", "qloop_us"),
-              q(d, "fused-paced", "qloop_us", "p90"), q(d, "fused-paced", "issue_span_us"))
-             for m, d in sorted(by_m.items())]
-    return rows, tiles
-
-
-def tile_table(tiles: list[tuple]) -> str:
-    head = ("M", "qloop_FA", "qloop_fus", "qloop_cc", "span_FA", "span_fus", "fus_p90",
-            "fus_max", "span_ccA", "span_ccR", "qfus_p90", "qloop_pac", "qpac_p90", "span_pac")
-    lines = ["  ".join(f"{h:>9}" for h in head)]
-    lines += ["  ".join(f"{v:>9}" if i == 0 else f"{v:>9.2f}" for i, v in enumerate(t)) for t in tiles]
-    return "\n".join(lines)
 
 
 def fit_qloop(points: list[tuple[int, float]], block_n: int) -> tuple[float, float] | None:
@@ -308,11 +258,20 @@ def main(argv=None) -> int:
                            pace_order=args.pace_order, pace_branch=not args.pace_masked,
                            pace_pf=bool(args.pace_pf),
                            swp=args.swp, emu=args.emu, early=args.early, split=args.split,
-                           lsum=args.lsum, qpf=args.qpf, qreg=bool(args.qreg))
+                           lsum=args.lsum, qpf=args.qpf, qreg=bool(args.qreg),
+                           mainloop=args.mainloop)
+        gluon = args.mainloop == "gluon"
+        variants = ([v for v in args.variants.split(",") if v]
+                    or list(GLUON_VARIANTS if gluon else VARIANTS))
+        known = GLUON_VARIANTS if gluon else VARIANTS
+        if [v for v in variants if v not in known]:
+            raise ValueError(f"variants {[v for v in variants if v not in known]} are not in "
+                             f"the {args.mainloop} mainloop's {known}")
+        if gluon and (args.head_dim, args.block_m, args.block_n) != (128, 128, 128):
+            raise ValueError("--mainloop gluon needs --head-dim 128 --block-m 128 --block-n 128")
     except ValueError as exc:
         print(f"fa_bench: {exc}", file=sys.stderr)
         return 2
-    variants = [v for v in args.variants.split(",") if v]
     if world > 1:
         rk, dest = fa_dist.join(cases, slots_for)
         cases, dev = shapes(args, rk.rank), rk.device

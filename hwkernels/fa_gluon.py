@@ -1,7 +1,9 @@
 """An FA-only attention forward in Gluon (triton.experimental.gluon) with FA3's structure (explored).
 
-    out = gluon_fa(q, k, v)                     # q, k, v, out: [batch, heads, M, d] bf16, d = 128
-    k = compile_offline(overlap=1, stages=3)    # sm_90 on the CPU: registers, spills, SASS
+    out, _ = gluon_fa(q, k, v)                  # q, k, v, out: [batch, heads, M, d] bf16, d = 128
+    launch_gluon_fa(q, k, v, shape, mode, out=out, bufs=bufs, stamps=stamps)   # fa.launch_fa's
+                                                # contract: FA-only, fused, completion-coupled
+    (compiled for sm_90 on the CPU, SASS facts: fa_gluon_sass)
 
 Persistent (grid = min(SMs, tiles)), tiles of b_m = 128 query rows in the shipped order
 (`fa_layout`: query block fastest), b_n = 128. Three partitions (gl.warp_specialize):
@@ -23,14 +25,12 @@ and hands the turn over right after issuing), so one warpgroup's softmax runs un
 wgmmas.
 """
 
-import re
-import sys
-
-import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (mbarrier, tma, warpgroup_mma,
                                                               warpgroup_mma_wait)
+
+from . import fa_gluon_epi as epi
 
 LOG2E = 1.4426950408889634
 BM, BN, D, HALF = 128, 128, 128, 64
@@ -104,20 +104,32 @@ def _turn_pass(turn, w: gl.constexpr, PINGPONG: gl.constexpr):
 
 
 @gluon.jit
-def _consumer(bars, q_smem, k_smem, v_smem, out_ptr, qk_scale, seq, n_tiles, W: gl.constexpr,
-              STAGES: gl.constexpr, OVERLAP: gl.constexpr, PINGPONG: gl.constexpr):
+def _consumer(bars, q_smem, k_smem, v_smem, ep, qk_scale, seq, n_tiles, W: gl.constexpr,
+              STAGES: gl.constexpr, OVERLAP: gl.constexpr, PINGPONG: gl.constexpr,
+              MODE: gl.constexpr, INSTR: gl.constexpr, DELTA: gl.constexpr,
+              STORE16: gl.constexpr):
+    out_ptr, remote_ptr, delta_ptr, stamps_ptr, rank, hl, sp, slice_elems = ep
     q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
     mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                   instr_shape=[16, 128, 16])
     dot_a: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=mma, k_width=2)
     row_l: gl.constexpr = gl.SliceLayout(1, mma)
-    col_l: gl.constexpr = gl.SliceLayout(0, mma)
+    # STORE16: the output converted to 8 consecutive columns (16 B) of a row per register group
+    # before its stores (else 4 B stores from the MMA layout: 16 B of each of 8 rows per warp
+    # store); on the MMA layout's rows, so each warp keeps its own data (the conversion still
+    # goes through 3.9 KB of shared memory: with 3 stages over the 227 KB limit)
+    st_l: gl.constexpr = gl.DistributedLinearLayout(
+        reg_bases=[[0, 1], [0, 2], [0, 4], [0, 32], [0, 64], [8, 0]],
+        lane_bases=[[0, 8], [0, 16], [1, 0], [2, 0], [4, 0]],
+        warp_bases=[[16, 0], [32, 0]], block_bases=[], shape=[64, 128])
     n_kv = seq // 128
     zero = gl.zeros([64, 128], gl.float32, mma)
     c = 0
     it = 0
     nt = 0                                   # this consumer's turns taken (PINGPONG)
     for t in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
+        if INSTR and W == 0:
+            epi.stamp(stamps_ptr, t, 0)
         mbarrier.wait(q_ready.index(W), it & 1)
         q = q_smem.index(W)
         m_i = gl.full([64], float("-inf"), gl.float32, row_l)
@@ -181,24 +193,45 @@ def _consumer(bars, q_smem, k_smem, v_smem, out_ptr, qk_scale, seq, n_tiles, W: 
         nt += 1
         acc, p_op = warpgroup_mma_wait(0, deps=[o_tok, p_op])
         mbarrier.arrive(v_empty.index(sl), count=1)
+        if INSTR and W == 0:
+            epi.stamp(stamps_ptr, t, 1)
         o = (acc / gl.expand_dims(l_i, 1)).to(gl.bfloat16)
-        rows = t * 128 + W * 64 + gl.arange(0, 64, row_l)
-        cols = gl.arange(0, 128, col_l)
-        gl.store(out_ptr + gl.expand_dims(rows.to(gl.int64) * 128, 1) + gl.expand_dims(cols, 0), o)
+        if STORE16:
+            o = gl.convert_layout(o, st_l)
+            rows = gl.arange(0, 64, gl.SliceLayout(1, st_l))
+            cols = gl.arange(0, 128, gl.SliceLayout(0, st_l))
+        else:
+            rows = gl.arange(0, 64, row_l)
+            cols = gl.arange(0, 128, gl.SliceLayout(0, mma))
+        if MODE == 0:
+            epi.store_local(o, rows, cols, out_ptr, t, W * 64)
+        else:
+            epi.store_to_owner(o, rows, cols, out_ptr, remote_ptr, delta_ptr, t, W * 64, rank,
+                               hl, seq, sp, slice_elems, DELTA)
+        if MODE == 2:
+            epi.fence_sc_sys()
+        if INSTR and W == 0:
+            gl.thread_barrier()                # the warpgroup's stores issued (fenced: MODE 2)
+            epi.stamp(stamps_ptr, t, 2)
         c += n_kv
         it += 1
 
 
 @gluon.jit
-def _consumer1(bars, q_smem, k_smem, v_smem, out_ptr, qk_scale, seq, n_tiles,
-               STAGES: gl.constexpr, OVERLAP: gl.constexpr, PINGPONG: gl.constexpr):
-    _consumer(bars, q_smem, k_smem, v_smem, out_ptr, qk_scale, seq, n_tiles, 1, STAGES,
-              OVERLAP, PINGPONG)
+def _consumer1(bars, q_smem, k_smem, v_smem, ep, qk_scale, seq, n_tiles,
+               STAGES: gl.constexpr, OVERLAP: gl.constexpr, PINGPONG: gl.constexpr,
+               MODE: gl.constexpr, INSTR: gl.constexpr, DELTA: gl.constexpr,
+               STORE16: gl.constexpr):
+    _consumer(bars, q_smem, k_smem, v_smem, ep, qk_scale, seq, n_tiles, 1, STAGES,
+              OVERLAP, PINGPONG, MODE, INSTR, DELTA, STORE16)
 
 
 @gluon.jit
-def gluon_fa_kernel(q_desc, k_desc, v_desc, out_ptr, qk_scale, seq, n_tiles,
-                    STAGES: gl.constexpr, OVERLAP: gl.constexpr, PINGPONG: gl.constexpr):
+def gluon_fa_kernel(q_desc, k_desc, v_desc, out_ptr, remote_ptr, delta_ptr, stamps_ptr, qk_scale,
+                    seq, n_tiles, rank, hl, sp, slice_elems,
+                    STAGES: gl.constexpr, OVERLAP: gl.constexpr, PINGPONG: gl.constexpr,
+                    MODE: gl.constexpr = 0, INSTR: gl.constexpr = False,
+                    DELTA: gl.constexpr = False, STORE16: gl.constexpr = False):
     q_smem = gl.allocate_shared_memory(gl.bfloat16, [2, 64, 128], q_desc.layout)
     k_smem = gl.allocate_shared_memory(gl.bfloat16, [STAGES, 128, 128], k_desc.layout)
     v_smem = gl.allocate_shared_memory(gl.bfloat16, [STAGES, 128, 128], v_desc.layout)
@@ -222,11 +255,12 @@ def gluon_fa_kernel(q_desc, k_desc, v_desc, out_ptr, qk_scale, seq, n_tiles,
     if PINGPONG:
         mbarrier.arrive(turn.index(0), count=1)          # consumer 0 takes the first turn
     bars = (q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn)
+    ep = (out_ptr, remote_ptr, delta_ptr, stamps_ptr, rank, hl, sp, slice_elems)
     gl.warp_specialize([
-        (_consumer, (bars, q_smem, k_smem, v_smem, out_ptr, qk_scale, seq, n_tiles, 0, STAGES,
-                     OVERLAP, PINGPONG)),
-        (_consumer1, (bars, q_smem, k_smem, v_smem, out_ptr, qk_scale, seq, n_tiles, STAGES,
-                      OVERLAP, PINGPONG)),
+        (_consumer, (bars, q_smem, k_smem, v_smem, ep, qk_scale, seq, n_tiles, 0, STAGES,
+                     OVERLAP, PINGPONG, MODE, INSTR, DELTA, STORE16)),
+        (_consumer1, (bars, q_smem, k_smem, v_smem, ep, qk_scale, seq, n_tiles, STAGES,
+                      OVERLAP, PINGPONG, MODE, INSTR, DELTA, STORE16)),
         (_producer, (q_desc, k_desc, v_desc, bars, q_smem, k_smem, v_smem, seq, n_tiles,
                      STAGES)),
     ], [4, 1], [240, 24])
@@ -237,98 +271,67 @@ def _layouts():
             gl.NVMMASharedLayout.get_default_for([128, 128], gl.bfloat16))
 
 
-def gluon_fa(q, k, v, out=None, stages=3, overlap=2, pingpong=0, programs=None):
-    """FA-only forward on q, k, v [batch, heads, M, d = 128] bf16 contiguous (M a multiple of 128);
-    returns (out [batch, heads, M, d] bf16, not causal, scale 1/sqrt(d); Triton's handle of the
-    compiled kernel). programs: the persistent grid (default the SM count; n_tiles: one tile
-    per program)."""
+def _check(q, k, v):
     import torch
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     b, h, m, d = q.shape
     if d != D or m % BM or q.dtype != torch.bfloat16 or not (q.is_contiguous() and k.is_contiguous()
                                                            and v.is_contiguous()):
         raise ValueError(f"gluon_fa: needs contiguous bf16 [b, h, M, 128], M % 128 == 0; got "
                          f"{tuple(q.shape)} {q.dtype}")
-    out = torch.empty_like(q) if out is None else out
+
+
+def _enqueue(q, k, v, dst, remote, delta, stamps, rank, hl, sp, slice_elems, programs, stages,
+             overlap, pingpong, mode, store16=False):
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    b, h, m, d = q.shape
     lq, lkv = _layouts()
     q2, k2, v2 = (x.view(b * h * m, d) for x in (q, k, v))
     qd = TensorDescriptor.from_tensor(q2, [64, 128], lq)
     kd = TensorDescriptor.from_tensor(k2, [128, 128], lkv)
     vd = TensorDescriptor.from_tensor(v2, [128, 128], lkv)
     n_tiles = b * h * (m // BM)
+    grid = (max(1, min(programs, n_tiles)),)
+    return gluon_fa_kernel[grid](
+        qd, kd, vd, dst, remote, delta if delta is not None else dst,
+        stamps if stamps is not None else dst, LOG2E / d ** 0.5, m, n_tiles, rank, hl, sp,
+        slice_elems, stages, overlap, pingpong, MODE=mode, INSTR=stamps is not None,
+        DELTA=delta is not None, STORE16=store16, num_warps=4, maxnreg=168)
+
+
+def gluon_fa(q, k, v, out=None, stages=3, overlap=2, pingpong=0, programs=None):
+    """FA-only forward on q, k, v [batch, heads, M, d = 128] bf16 contiguous (M a multiple of 128);
+    returns (out [batch, heads, M, d] bf16, not causal, scale 1/sqrt(d); Triton's handle of the
+    compiled kernel). programs: the persistent grid (default the SM count; n_tiles: one tile
+    per program)."""
+    import torch
+
+    _check(q, k, v)
+    out = torch.empty_like(q) if out is None else out
     if programs is None:
         programs = torch.cuda.get_device_properties(q.device).multi_processor_count
-    grid = (min(programs, n_tiles),)
-    return out, gluon_fa_kernel[grid](qd, kd, vd, out, LOG2E / d ** 0.5, m, n_tiles, stages,
-                                      overlap, pingpong, num_warps=4, maxnreg=168)
+    return out, _enqueue(q, k, v, out, out, None, None, 0, 1, 1, 0, programs, stages, overlap,
+                         pingpong, 0)
 
 
-def compile_offline(stages=3, overlap=2, pingpong=0):
-    """gluon_fa_kernel compiled for sm_90 on the CPU (no GPU): Triton's CompiledKernel."""
-    from triton.backends.compiler import GPUTarget
-    from triton.experimental.gluon._runtime import GluonASTSource
-
-    lq, lkv = _layouts()
-    names = gluon_fa_kernel.arg_names
-    sig = dict(q_desc=f"tensordesc<bf16[64, 128],{lq!r}>", k_desc=f"tensordesc<bf16[128, 128],{lkv!r}>",
-               v_desc=f"tensordesc<bf16[128, 128],{lkv!r}>", out_ptr="*bf16", qk_scale="fp32",
-               seq="i32", n_tiles="i32", STAGES="constexpr", OVERLAP="constexpr",
-               PINGPONG="constexpr")
-    const = dict(STAGES=stages, OVERLAP=overlap, PINGPONG=pingpong)
-    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in ("out_ptr", "seq", "n_tiles")}
-    src = GluonASTSource(gluon_fa_kernel, {n: sig[n] for n in names},
-                         constexprs={(names.index(n),): v for n, v in const.items()}, attrs=attrs)
-    return triton.compile(src, target=GPUTarget("cuda", 90, 32),
-                          options=dict(num_warps=4, maxnreg=168))
-
-
-def inspect(kernel) -> dict:
-    """SASS facts of a compiled gluon_fa_kernel (offline or the one a GPU ran): fa_sass's, plus
-    `mufu_under_pv_wait0` / `rs_hazards_wait0` scanned up to the wait for every wgmma (here P V
-    is waited by `.LE gsb0, 0x0` after S's `.LE 0x1`), the partitions' setmaxnreg counts, ptxas's
-    registers (the kernel's entry count: maxnreg) and spills, shared memory."""
-    from . import fa_sass
-
-    sass = fa_sass.sass_of(kernel.asm["cubin"])
-    ins = fa_sass.parse(sass)
-    info = fa_sass.inspect_cubin(kernel.asm["cubin"])
-    info.update(mufu_under_pv_wait0=fa_sass.mufu_under_pv(ins, wait0=True),
-                rs_hazards_wait0=fa_sass.rs_hazards(ins, wait0=True),
-                setmaxnreg=sorted({int(x, 16) for x in re.findall(r"USETMAXREG\.\S+\s+(?:UP\d,\s*)?(0x[0-9a-f]+)",
-                                                                  sass)}),
-                shared_bytes=kernel.metadata.shared, **fa_sass._ptxas_info(kernel.asm["ptx"]))
-    return info
-
-
-CANDIDATES = {      # name: (stages, overlap, pingpong, persistent)
-    "g-s3-o0": (3, 0, 0, True), "g-s3-o1": (3, 1, 0, True), "g-s3-o2": (3, 2, 0, True),
-    "g-s2-o2": (2, 2, 0, True), "g-s3-o0-pp": (3, 0, 1, True), "g-s3-o2-pp": (3, 2, 1, True),
-    "g-s3-o2-grid": (3, 2, 0, False),
-}
-
-
-def main(argv=None) -> int:
-    import argparse
-
-    ap = argparse.ArgumentParser(prog="hwkernels.fa_gluon")
-    ap.add_argument("--candidates", default=",".join(CANDIDATES))
-    args = ap.parse_args(argv)
-    names = [n for n in args.candidates.split(",") if n]
-    bad = [n for n in names if n not in CANDIDATES]
-    if bad:
-        print(f"fa_gluon: unknown candidate(s) {bad}; known: {sorted(CANDIDATES)}", file=sys.stderr)
-        return 2
-    for n in names:
-        st, ov, pp, _ = CANDIDATES[n]
-        try:
-            info = inspect(compile_offline(st, ov, pp))
-        except Exception as exc:  # noqa: BLE001 - one line per candidate
-            print(f"{n}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
-            continue
-        print(f"{n}: " + " ".join(f"{k}={v}" for k, v in info.items()), flush=True)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def launch_gluon_fa(q, k, v, shape, mode: int, out=None, bufs=None, stamps=None,
+                    programs: int = 132, stages: int = 2, overlap: int = 2, pingpong: int = 0):
+    """fa.launch_fa's contract on this mainloop (no sync): mode 0 (FA-only) writes `out`
+    [batch, HL, M, 128]; 1 (fused) and 2 (completion-coupled, fence.sc.sys by every thread after
+    its stores, no CTA barrier: each warpgroup goes on once its own stores are visible) write
+    `bufs` (fa.OwnerBuffers); stamps (int64 [n_tiles, 6]) are consumer 0's. b_m = b_n = 128,
+    d = 128, tiles in fa_layout.tiles order, 16 B stores (STORE16: 2 stages leave it the shared
+    memory). Returns Triton's handle of the compiled kernel."""
+    if mode not in (0, 1, 2):
+        raise ValueError(f'the Gluon mainloop runs modes 0, 1 and 2 (FA-only, fused, cc), got {mode!r}.')
+    if (shape.head_dim, shape.block_m, shape.block_n) != (D, BM, BN):
+        raise ValueError(f'the Gluon mainloop needs head_dim = block_m = block_n = 128, got '
+                         f'{(shape.head_dim, shape.block_m, shape.block_n)}.')
+    _check(q, k, v)
+    if mode == 0:
+        dst, remote, delta = out, out, None
+    else:
+        dst, remote, delta = bufs.local, bufs.remote, bufs.delta
+    return _enqueue(q, k, v, dst, remote, delta, stamps, shape.rank, shape.heads_local, shape.sp,
+                    shape.slice_elems, programs, stages, overlap, pingpong, mode, store16=True)

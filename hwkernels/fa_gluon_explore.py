@@ -1,4 +1,4 @@
-"""FA-only: the Gluon candidates (fa_gluon.CANDIDATES) beside cuDNN SDPA and the shipped Triton
+"""FA-only: the Gluon candidates (fa_gluon_sass.CANDIDATES) beside cuDNN SDPA and the shipped Triton
 kernel, one process, every point checked against torch SDPA in float32 first (prints, JSON).
 
     python -m hwkernels.fa_gluon_explore --check --candidates g-s3-o2      # 1K and 8K, exit 1 on a miss
@@ -20,7 +20,7 @@ import os
 import sys
 import time
 
-from . import fa, fa_gluon
+from . import fa, fa_gluon, fa_gluon_sass
 
 TARGET_US = 20000.0
 
@@ -47,7 +47,7 @@ def _entries(names, q, k, v, shape, sms):
             fn = (lambda o=o: fa.launch_fa(q, k, v, shape, fa.MODE_LOCAL, out=o, programs=sms,
                                            num_warps=8, num_stages=3, tma=True, emu=1, qreg=True))
         else:
-            st, ov, pp, pers = fa_gluon.CANDIDATES[name]
+            st, ov, pp, pers = fa_gluon_sass.CANDIDATES[name]
             fn = (lambda o=o, st=st, ov=ov, pp=pp, pers=pers: fa_gluon.gluon_fa(
                 q, k, v, out=o, stages=st, overlap=ov, pingpong=pp,
                 programs=sms if pers else shape.n_tiles)[1])
@@ -116,8 +116,8 @@ def time_section(names, ms, repeats, launches, deadline) -> list:
                     s = mm.stats["kernel_us"]
                     r.update(kernel_us=s.median, p10=s.p10,
                              p90=s.p90, samples=[float(x) for x in mm.samples["kernel_us"]])
-                if name in fa_gluon.CANDIDATES and ret is not None:
-                    r["sass"] = fa_gluon.inspect(ret)
+                if name in fa_gluon_sass.CANDIDATES and ret is not None:
+                    r["sass"] = fa_gluon_sass.inspect(ret)
                     r["sass"]["n_regs"] = getattr(ret, "n_regs", None)
                     r["sass"]["n_spills"] = getattr(ret, "n_spills", None)
             except Exception as exc:  # noqa: BLE001 - reported, the rest go on
@@ -236,7 +236,7 @@ def main(argv=None) -> int:
     ap.add_argument("--xcheck", action="store_true", help="also fa_explore's cuDNN and base")
     args = ap.parse_args(argv)
     names = [n for n in args.candidates.split(",") if n]
-    bad = [n for n in names if n not in fa_gluon.CANDIDATES]
+    bad = [n for n in names if n not in fa_gluon_sass.CANDIDATES]
     try:
         ms = [int(x) for x in args.ms.split(",") if x]
     except ValueError:

@@ -10,7 +10,7 @@ it), "serial" (fa-only then a2a-store), "fused", "cc-asm" / "cc-atomic" (complet
 fence.sc.sys or a release atomic at system scope after each tile), "fused-paced" (fused with
 the producer's phase changed: a remote tile's stores spread over the program's next Q-loop in
 cfg.pace row chunks, tiles in cfg.pace_order), "sdpa-cudnn" (torch's cuDNN SDPA, local
-output). Remote stores go to `slots` ring slots of the other owners' buffers (fresh addresses,
+output). cfg.mainloop "gluon": the attention kernel is fa_gluon's (GLUON_VARIANTS only). Remote stores go to `slots` ring slots of the other owners' buffers (fresh addresses,
 see hwkernels.destination): launch i of a graph writes slot i % slots.
 """
 
@@ -25,6 +25,8 @@ VARIANTS = ("fa-only", "a2a-store", "a2a-ce", "serial", "fused", "fused-paced", 
             "cc-atomic", "sdpa-cudnn")
 REMOTE_VARIANTS = ("a2a-store", "a2a-ce", "serial", "fused", "fused-paced", "cc-asm", "cc-atomic")
 INSTRUMENTED = ("fa-only", "fused", "fused-paced", "cc-asm", "cc-atomic")
+MAINLOOPS = ("triton", "gluon")
+GLUON_VARIANTS = ("fa-only", "a2a-store", "a2a-ce", "serial", "fused", "cc-asm", "sdpa-cudnn")
 
 
 def record_kind(variant: str) -> str:
@@ -56,6 +58,8 @@ class KernelConfig:
     qpf: int = 0                    # next tile's Q (2: + first K, V) prefetched into L2 (fa.QPFS)
     qreg: bool = True               # next tile's Q loaded into registers during the epilogue
                                     # (shipped since call faspeed2-1; False: the kernel before)
+    mainloop: str = "triton"        # "gluon": fa-only, fused and cc-asm on fa_gluon's
+                                    # warp-specialized forward (the other options do not apply)
 
     @property
     def pf(self) -> bool:
@@ -75,6 +79,8 @@ class KernelConfig:
             raise ValueError(f'"qpf" must be one of {fa.QPFS}, got {self.qpf}.')
         if self.emu not in fa.EMUS:
             raise ValueError(f'"emu" must be one of {fa.EMUS}, got {self.emu}.')
+        if self.mainloop not in MAINLOOPS:
+            raise ValueError(f'"mainloop" must be one of {MAINLOOPS}, got {self.mainloop!r}.')
 
 
 def tile_times(stamps: np.ndarray, programs: int) -> dict:
@@ -152,6 +158,9 @@ class Case:
     # -- enqueue -----------------------------------------------------------------------------
     def _fa(self, mode, slot=0, fence="atomic", stamps=None):
         c = self.cfg
+        if c.mainloop == "gluon":
+            self._fa_gluon(mode, slot, fence, stamps)
+            return
         if mode == fa.MODE_LOCAL and c.split and stamps is None:
             self._fa_split()
             return
@@ -166,6 +175,15 @@ class Case:
                      flatten=c.flatten, ws=c.ws, branch=c.pace_branch, swp=c.swp,
                      emu=c.emu, early=c.early, lsum=c.lsum, qpf=c.qpf, qreg=c.qreg,
                      pf=c.pf)
+
+    def _fa_gluon(self, mode, slot, fence, stamps):
+        from . import fa_gluon
+
+        if mode == fa.MODE_PACED or (mode == fa.MODE_CC and fence != "asm"):
+            raise ValueError(f'the Gluon mainloop runs {GLUON_VARIANTS}, not fused-paced or cc-atomic.')
+        self.compiled = fa_gluon.launch_gluon_fa(self.q, self.k, self.v, self.shape, mode,
+                                                 out=self.out, bufs=self.bufs[slot], stamps=stamps,
+                                                 programs=self.programs)
 
     def _fa_split(self):
         from . import fa_split

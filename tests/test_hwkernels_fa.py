@@ -216,7 +216,7 @@ def test_launch_table_names_the_runner():
 
 def test_tables_from_records_file(tmp_path):
     from hwkernels import records
-    from hwkernels.fa_bench import rows_from_records, table, tile_table
+    from hwkernels.fa_tables import rows_from_records, table, tile_table
 
     def stats(x):
         return {"mean": x, "median": x, "p10": x, "p90": x, "min": x, "max": x, "n": 1}

@@ -3,14 +3,14 @@ spills, the softmax under P V in the SASS), and on a GPU (marked gpu) against to
 
 import pytest
 
-from hwkernels import fa_gluon
+from hwkernels import fa_gluon, fa_gluon_sass
 
 
 @pytest.fixture(scope="module")
 def sass():
     pytest.importorskip("triton.experimental.gluon")
     try:
-        return {ov: fa_gluon.inspect(fa_gluon.compile_offline(stages=3, overlap=ov))
+        return {ov: fa_gluon_sass.inspect(fa_gluon_sass.compile_offline(stages=3, overlap=ov))
                 for ov in (0, 2)}
     except Exception as exc:  # noqa: BLE001 - no ptxas / no CUDA backend here
         pytest.skip(f"cannot compile Gluon for sm_90 here: {exc}")
@@ -44,9 +44,86 @@ def test_matches_sdpa_on_the_gpu(name, m):
 
     shape = fa.FAShape(batch=2, heads=8, seq_len=m, head_dim=128, sp=2)
     q, k, v = fa.generate_input(shape, seed=3)
-    st, ov, pp, pers = fa_gluon.CANDIDATES[name]
+    st, ov, pp, pers = fa_gluon_sass.CANDIDATES[name]
     out, _ = fa_gluon.gluon_fa(q, k, v, stages=st, overlap=ov, pingpong=pp,
                                programs=None if pers else shape.n_tiles)
     torch.cuda.synchronize()
     ok, err = fa.check_local(out, fa.reference(q, k, v))
     assert ok, err
+
+
+@pytest.fixture(scope="module")
+def epilogues():
+    """The fused / cc / instrumented / DELTA kernels as launch_gluon_fa runs them (2 stages, 16 B
+    stores), compiled for sm_90 on the CPU."""
+    pytest.importorskip("triton.experimental.gluon")
+    from hwkernels import fa_sass
+
+    out = {}
+    try:
+        for mode, instr, delta in ((0, False, False), (1, True, False), (2, True, True)):
+            k = fa_gluon_sass.compile_offline(2, 2, 0, mode, instr, delta, store16=True)
+            out[mode] = (fa_gluon_sass.inspect(k), fa_sass.sass_of(k.asm["cubin"]))
+    except Exception as exc:  # noqa: BLE001 - no ptxas / no CUDA backend here
+        pytest.skip(f"cannot compile Gluon for sm_90 here: {exc}")
+    return out
+
+
+def test_epilogues_store_16_bytes_per_thread_and_fit_shared_memory(epilogues):
+    import re
+
+    for mode, (info, sass) in epilogues.items():
+        assert info["spill_bytes"] == 0 and info["shared_bytes"] <= 232448, mode
+        assert info["mufu_under_pv_wait0"] == 66, mode       # the mainloop unchanged
+        stores = re.findall(r"STG\.E\S*", sass)
+        assert stores.count("STG.E.128") == {0: 16, 1: 32, 2: 32}[mode], (mode, stores)  # + remote
+        assert "STG.E" not in stores and "STG.E.U16" not in stores, mode   # no 4 B or 2 B stores
+    assert "MEMBAR.SC.SYS" in epilogues[2][1] and "MEMBAR.SC.SYS" not in epilogues[1][1]
+
+
+def test_gluon_mainloop_refuses_what_it_does_not_run():
+    torch = pytest.importorskip("torch")
+    from hwkernels import fa
+    from hwkernels.fa_variants import KernelConfig
+
+    with pytest.raises(ValueError, match='"mainloop" must be one of'):
+        KernelConfig(mainloop="cuda")
+    shape = fa.FAShape(batch=1, heads=2, seq_len=256, head_dim=64, sp=2)
+    q = torch.zeros(shape.qkv_shape, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="head_dim = block_m = block_n = 128"):
+        fa_gluon.launch_gluon_fa(q, q, q, shape, 1)
+    with pytest.raises(ValueError, match="modes 0, 1 and 2"):
+        fa_gluon.launch_gluon_fa(q, q, q, shape, fa.MODE_PACED)
+
+
+def test_fa_bench_refuses_gluon_variants_it_does_not_run(capsys):
+    from hwkernels import fa_bench
+
+    assert fa_bench.main(["--out", "unused.jsonl", "--mainloop", "gluon", "--variants",
+                          "fused-paced"]) == 2
+    assert "not in the gluon mainloop's" in capsys.readouterr().err
+    assert fa_bench.main(["--out", "unused.jsonl", "--mainloop", "gluon", "--head-dim", "64"]) == 2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m,sp,rank", [(1024, 4, 2), (2048, 2, 0), (4096, 4, 3)])
+def test_gluon_variants_on_the_gpu_receiver_side(m, sp, rank):
+    torch = pytest.importorskip("torch")
+    from hwkernels.destination import host_buffer
+    from hwkernels.fa import FAShape
+    from hwkernels.fa_variants import GLUON_VARIANTS, Case, KernelConfig
+
+    shape = FAShape(batch=2, heads=8, seq_len=m, head_dim=128, sp=sp, rank=rank)
+    host = host_buffer(2 * shape.remote_bytes, torch.device("cuda", 0))
+    case = Case(shape, KernelConfig(mainloop="gluon"), host.cuda, 2, 132)
+    for variant in GLUON_VARIANTS:
+        case.poison(variant)
+        for slot in range(case.slots):
+            case.enqueue(variant, slot, instrument=variant in ("fa-only", "fused", "cc-asm"))
+        torch.cuda.synchronize()
+        ok, err = case.check(variant)
+        assert ok, (m, variant, err)
+        if variant in ("fused", "cc-asm"):
+            t = case.tile_times()
+            assert (t["issue_span_us"] >= 0).all() and (t["qloop_us"] > 0).all(), variant
+            assert 500 < float(t["clock_mhz"].min()) <= 2100, variant
