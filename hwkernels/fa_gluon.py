@@ -114,14 +114,10 @@ def _consumer(bars, q_smem, k_smem, v_smem, ep, qk_scale, seq, n_tiles, W: gl.co
                                                   instr_shape=[16, 128, 16])
     dot_a: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=mma, k_width=2)
     row_l: gl.constexpr = gl.SliceLayout(1, mma)
-    # STORE16: the output converted to 8 consecutive columns (16 B) of a row per register group
-    # before its stores (else 4 B stores from the MMA layout: 16 B of each of 8 rows per warp
-    # store); on the MMA layout's rows, so each warp keeps its own data (the conversion still
-    # goes through 3.9 KB of shared memory: with 3 stages over the 227 KB limit)
-    st_l: gl.constexpr = gl.DistributedLinearLayout(
-        reg_bases=[[0, 1], [0, 2], [0, 4], [0, 32], [0, 64], [8, 0]],
-        lane_bases=[[0, 8], [0, 16], [1, 0], [2, 0], [4, 0]],
-        warp_bases=[[16, 0], [32, 0]], block_bases=[], shape=[64, 128])
+    # STORE16: the output converted to 8 consecutive columns (16 B) per thread, 8 threads on
+    # one 256 B row, before its stores (else 4 B stores from the MMA layout: 16 B of each of 8
+    # rows per warp store); the conversion goes through shared memory (3 stages leave too little)
+    st_l: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
     n_kv = seq // 128
     zero = gl.zeros([64, 128], gl.float32, mma)
     c = 0
