@@ -104,11 +104,11 @@ def _turn_pass(turn, w: gl.constexpr, PINGPONG: gl.constexpr):
 
 
 @gluon.jit
-def _consumer(bars, q_smem, k_smem, v_smem, ep, qk_scale, seq, n_tiles, W: gl.constexpr,
-              STAGES: gl.constexpr, OVERLAP: gl.constexpr, PINGPONG: gl.constexpr,
-              MODE: gl.constexpr, INSTR: gl.constexpr, DELTA: gl.constexpr,
-              STORE16: gl.constexpr):
-    out_ptr, remote_ptr, delta_ptr, stamps_ptr, rank, hl, sp, slice_elems = ep
+def _consumer(bars, q_smem, k_smem, v_smem, out_ptr, remote_ptr, delta_ptr, stamps_ptr, qk_scale,
+              seq, n_tiles, W: gl.constexpr, STAGES: gl.constexpr, OVERLAP: gl.constexpr,
+              PINGPONG: gl.constexpr, MODE: gl.constexpr, INSTR: gl.constexpr,
+              DELTA: gl.constexpr, STORE16: gl.constexpr, RANK: gl.constexpr, HL: gl.constexpr,
+              SP: gl.constexpr):
     q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
     mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                   instr_shape=[16, 128, 16])
@@ -202,8 +202,8 @@ def _consumer(bars, q_smem, k_smem, v_smem, ep, qk_scale, seq, n_tiles, W: gl.co
         if MODE == 0:
             epi.store_local(o, rows, cols, out_ptr, t, W * 64)
         else:
-            epi.store_to_owner(o, rows, cols, out_ptr, remote_ptr, delta_ptr, t, W * 64, rank,
-                               hl, seq, sp, slice_elems, DELTA)
+            epi.store_to_owner(o, rows, cols, out_ptr, remote_ptr, delta_ptr, t, W * 64, seq,
+                               n_tiles, RANK, HL, SP, DELTA)
         if MODE == 2:
             epi.fence_sc_sys()
         if INSTR and W == 0:
@@ -214,20 +214,26 @@ def _consumer(bars, q_smem, k_smem, v_smem, ep, qk_scale, seq, n_tiles, W: gl.co
 
 
 @gluon.jit
-def _consumer1(bars, q_smem, k_smem, v_smem, ep, qk_scale, seq, n_tiles,
-               STAGES: gl.constexpr, OVERLAP: gl.constexpr, PINGPONG: gl.constexpr,
-               MODE: gl.constexpr, INSTR: gl.constexpr, DELTA: gl.constexpr,
-               STORE16: gl.constexpr):
-    _consumer(bars, q_smem, k_smem, v_smem, ep, qk_scale, seq, n_tiles, 1, STAGES,
-              OVERLAP, PINGPONG, MODE, INSTR, DELTA, STORE16)
+def _consumer1(bars, q_smem, k_smem, v_smem, out_ptr, remote_ptr, delta_ptr, stamps_ptr, qk_scale,
+               seq, n_tiles, STAGES: gl.constexpr, OVERLAP: gl.constexpr,
+               PINGPONG: gl.constexpr, MODE: gl.constexpr, INSTR: gl.constexpr,
+               DELTA: gl.constexpr, STORE16: gl.constexpr, RANK: gl.constexpr, HL: gl.constexpr,
+               SP: gl.constexpr):
+    _consumer(bars, q_smem, k_smem, v_smem, out_ptr, remote_ptr, delta_ptr, stamps_ptr, qk_scale,
+              seq, n_tiles, 1, STAGES, OVERLAP, PINGPONG, MODE, INSTR, DELTA, STORE16, RANK, HL,
+              SP)
 
 
 @gluon.jit
 def gluon_fa_kernel(q_desc, k_desc, v_desc, out_ptr, remote_ptr, delta_ptr, stamps_ptr, qk_scale,
-                    seq, n_tiles, rank, hl, sp, slice_elems,
+                    seq, n_tiles,
                     STAGES: gl.constexpr, OVERLAP: gl.constexpr, PINGPONG: gl.constexpr,
                     MODE: gl.constexpr = 0, INSTR: gl.constexpr = False,
-                    DELTA: gl.constexpr = False, STORE16: gl.constexpr = False):
+                    DELTA: gl.constexpr = False, STORE16: gl.constexpr = False,
+                    RANK: gl.constexpr = 0, HL: gl.constexpr = 1, SP: gl.constexpr = 1):
+    # RANK, HL, SP are constexprs and the pointers flat arguments of the partitions: passed in
+    # one tuple with the pointers (Triton 3.6), the integers arrived wrong in the consumer-1
+    # partition (H200, compute-sanitizer: out-of-bounds remote stores with a zero row stride)
     q_smem = gl.allocate_shared_memory(gl.bfloat16, [2, 64, 128], q_desc.layout)
     k_smem = gl.allocate_shared_memory(gl.bfloat16, [STAGES, 128, 128], k_desc.layout)
     v_smem = gl.allocate_shared_memory(gl.bfloat16, [STAGES, 128, 128], v_desc.layout)
@@ -251,12 +257,13 @@ def gluon_fa_kernel(q_desc, k_desc, v_desc, out_ptr, remote_ptr, delta_ptr, stam
     if PINGPONG:
         mbarrier.arrive(turn.index(0), count=1)          # consumer 0 takes the first turn
     bars = (q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn)
-    ep = (out_ptr, remote_ptr, delta_ptr, stamps_ptr, rank, hl, sp, slice_elems)
     gl.warp_specialize([
-        (_consumer, (bars, q_smem, k_smem, v_smem, ep, qk_scale, seq, n_tiles, 0, STAGES,
-                     OVERLAP, PINGPONG, MODE, INSTR, DELTA, STORE16)),
-        (_consumer1, (bars, q_smem, k_smem, v_smem, ep, qk_scale, seq, n_tiles, STAGES,
-                      OVERLAP, PINGPONG, MODE, INSTR, DELTA, STORE16)),
+        (_consumer, (bars, q_smem, k_smem, v_smem, out_ptr, remote_ptr, delta_ptr, stamps_ptr,
+                     qk_scale, seq, n_tiles, 0, STAGES, OVERLAP, PINGPONG, MODE, INSTR, DELTA,
+                     STORE16, RANK, HL, SP)),
+        (_consumer1, (bars, q_smem, k_smem, v_smem, out_ptr, remote_ptr, delta_ptr, stamps_ptr,
+                      qk_scale, seq, n_tiles, STAGES, OVERLAP, PINGPONG, MODE, INSTR, DELTA,
+                      STORE16, RANK, HL, SP)),
         (_producer, (q_desc, k_desc, v_desc, bars, q_smem, k_smem, v_smem, seq, n_tiles,
                      STAGES)),
     ], [4, 1], [240, 24])
@@ -277,8 +284,8 @@ def _check(q, k, v):
                          f"{tuple(q.shape)} {q.dtype}")
 
 
-def _enqueue(q, k, v, dst, remote, delta, stamps, rank, hl, sp, slice_elems, programs, stages,
-             overlap, pingpong, mode, store16=False):
+def _enqueue(q, k, v, dst, remote, delta, stamps, rank, hl, sp, programs, stages, overlap,
+             pingpong, mode, store16=False):
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     b, h, m, d = q.shape
@@ -291,9 +298,9 @@ def _enqueue(q, k, v, dst, remote, delta, stamps, rank, hl, sp, slice_elems, pro
     grid = (max(1, min(programs, n_tiles)),)
     return gluon_fa_kernel[grid](
         qd, kd, vd, dst, remote, delta if delta is not None else dst,
-        stamps if stamps is not None else dst, LOG2E / d ** 0.5, m, n_tiles, rank, hl, sp,
-        slice_elems, stages, overlap, pingpong, MODE=mode, INSTR=stamps is not None,
-        DELTA=delta is not None, STORE16=store16, num_warps=4, maxnreg=168)
+        stamps if stamps is not None else dst, LOG2E / d ** 0.5, m, n_tiles, stages, overlap,
+        pingpong, MODE=mode, INSTR=stamps is not None, DELTA=delta is not None, STORE16=store16,
+        RANK=rank, HL=hl, SP=sp, num_warps=4, maxnreg=168)
 
 
 def gluon_fa(q, k, v, out=None, stages=3, overlap=2, pingpong=0, programs=None):
@@ -307,7 +314,7 @@ def gluon_fa(q, k, v, out=None, stages=3, overlap=2, pingpong=0, programs=None):
     out = torch.empty_like(q) if out is None else out
     if programs is None:
         programs = torch.cuda.get_device_properties(q.device).multi_processor_count
-    return out, _enqueue(q, k, v, out, out, None, None, 0, 1, 1, 0, programs, stages, overlap,
+    return out, _enqueue(q, k, v, out, out, None, None, 0, 1, 1, programs, stages, overlap,
                          pingpong, 0)
 
 
@@ -330,4 +337,4 @@ def launch_gluon_fa(q, k, v, shape, mode: int, out=None, bufs=None, stamps=None,
     else:
         dst, remote, delta = bufs.local, bufs.remote, bufs.delta
     return _enqueue(q, k, v, dst, remote, delta, stamps, shape.rank, shape.heads_local, shape.sp,
-                    shape.slice_elems, programs, stages, overlap, pingpong, mode, store16=True)
+                    programs, stages, overlap, pingpong, mode, store16=True)

@@ -20,28 +20,30 @@ def store_local(o, rows, cols, out_ptr, t, half):
 
 
 @gluon.jit
-def store_to_owner(o, rows, cols, out_ptr, remote_ptr, delta_ptr, t, half, rank, hl, seq, sp,
-                   slice_elems, DELTA: gl.constexpr):
+def store_to_owner(o, rows, cols, out_ptr, remote_ptr, delta_ptr, t, half, seq, n_tiles,
+                   RANK: gl.constexpr, HL: gl.constexpr, SP: gl.constexpr, DELTA: gl.constexpr):
     """Fused: the half tile into its owner's [batch, M/N, H, 128] buffer (fa_layout.dest_offset):
-    `out_ptr` when the owner is this rank, else `remote_ptr` (slot o - (o > rank), or owner o's
-    buffer at delta[o] with DELTA: N ranks over symmetric memory)."""
+    `out_ptr` when the owner is this rank, else `remote_ptr` (slot o - (o > rank) of
+    slice_elems = batch * M/N * H * 128 each, or owner o's buffer at delta[o] with DELTA: N ranks
+    over symmetric memory)."""
     m_blocks = seq // 128
     bh = t // m_blocks
     m0 = (t % m_blocks) * 128 + half
-    b = bh // hl
-    h = bh % hl
-    tpo = seq // sp
+    b = bh // HL
+    h = bh % HL
+    tpo = seq // SP
     owner = m0 // tpo
-    heads = hl * sp
-    base = ((b * tpo + m0 - owner * tpo).to(gl.int64) * heads + rank * hl + h) * 128
+    heads: gl.constexpr = HL * SP
+    base = ((b * tpo + m0 - owner * tpo).to(gl.int64) * heads + RANK * HL + h) * 128
     offs = gl.expand_dims(rows.to(gl.int64) * (heads * 128), 1) + gl.expand_dims(cols, 0)
-    if owner == rank:
+    if owner == RANK:
         gl.store(out_ptr + base + offs, o)
     else:
         if DELTA:
             off = gl.multiple_of(gl.load(delta_ptr + owner), 8) + base   # 16 B (fa_dist checks)
         else:
-            off = (owner - (owner > rank).to(gl.int32)).to(gl.int64) * slice_elems + base
+            slice_elems = (n_tiles // (HL * m_blocks)).to(gl.int64) * tpo * (heads * 128)
+            off = (owner - (owner > RANK).to(gl.int32)).to(gl.int64) * slice_elems + base
         gl.store(remote_ptr + off + offs, o)
 
 
