@@ -4,7 +4,8 @@
 #   XSTAGE_COMMIT=<sha> [FA_MAINLOOP=gluon] bash hwkernels/run_fa_sweep_device.sh [TOTAL_SECONDS] [REPEATS] [AB_ENTRIES] [AB_MS]
 # FA_MAINLOOP=gluon: the sweep on fa_gluon's kernel (fa_variants.GLUON_VARIANTS, no fused-paced),
 #   its GPU tests first (tests/test_hwkernels_fa_gluon.py; the sweep runs only if they pass),
-#   no A/B; the lines below describe the default (triton).
+#   no A/B; the lines below describe the default (triton). FA_PAIRED=0: fa_bench without --paired
+#   (each variant's trials in a block of its own after its warm-up, run 5's method).
 # fa-a2a.jsonl/bench.log: every variant, M = 1K .. 64K, b_m = b_n = 128, 8 warps, 3 stages, TMA,
 #   fused-paced with 8 chunks, remote-first, uniform branch (run 3's pick, not re-picked), each
 #   chunk read one chunk step early (--pace-pf 1, asked for here: fa_bench's default is off, the
@@ -22,6 +23,7 @@ abms=${4:-8192,16384,12288,6144}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD PYTHONWARNINGS=ignore
 out=${OUT:-./out}; mkdir -p "$out"
+paired=--paired; [ "${FA_PAIRED:-1}" = 0 ] && paired=
 { date -u; echo "commit ${XSTAGE_COMMIT:-unknown}"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,pcie.link.gen.max,pcie.link.width.max --format=csv
   python3 -c 'import torch, triton, cupy; print(torch.__version__, torch.version.cuda, triton.__version__, cupy.__version__, torch.backends.cudnn.version())'; } 2>&1 | tee "$out/env.log"
@@ -30,13 +32,14 @@ if [ "${FA_MAINLOOP:-triton}" = gluon ]; then
   rc=$?; echo "pytest rc=$rc at ${SECONDS}s"; tail -3 "$out/pytest-gpu.txt"
   [ "$rc" = 0 ] || exit 1
   timeout $(( total - SECONDS - 10 )) python3 -m hwkernels.fa_bench --out "$out/fa-a2a.jsonl" --target host \
-    --mainloop gluon --paired --repeats "$repeats" > "$out/bench.log" 2>&1
+    --mainloop gluon ${paired} --repeats "$repeats" > "$out/bench.log" 2>&1
   echo "fa_bench rc=$? at ${SECONDS}s"; tail -13 "$out/bench.log" | cut -c1-200
-  nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv
+  nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw,power.limit,enforced.power.limit --format=csv
+  nvidia-smi -q -d PERFORMANCE > "$out/smi-performance.txt" 2>&1
   exit 0
 fi
 timeout $(( total - 45 )) python3 -m hwkernels.fa_bench --out "$out/fa-a2a.jsonl" --target host --tma \
-  --pace 8 --pace-order remote-first --pace-pf 1 --paired --repeats "$repeats" > "$out/bench.log" 2>&1
+  --pace 8 --pace-order remote-first --pace-pf 1 ${paired} --repeats "$repeats" > "$out/bench.log" 2>&1
 echo "fa_bench rc=$? at ${SECONDS}s"; tail -13 "$out/bench.log" | cut -c1-200
 timeout 40 python3 -m pytest -q -m gpu tests/test_hwkernels_fa.py tests/test_hwkernels_fa_pacepf.py > "$out/pytest-gpu.txt" 2>&1
 echo "pytest rc=$? at ${SECONDS}s"; tail -3 "$out/pytest-gpu.txt"

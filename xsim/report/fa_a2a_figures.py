@@ -61,7 +61,7 @@ def fig11(s: Series, platform_name: str, relative: bool = True) -> go.Figure:
     k = s.key
     what = "residual over FA-only time" if relative else "residual (us)"
     fig.update_layout(title=f"Fig. 11 on {platform_name}: {what} (d={k['head_dim']}, "
-                            f"b_m={k['block_m']}, N={k['sp']}, {k['destination']})",
+                            f"b_m={k['block_m']}, N={k['sp']}, {k['destination']}, {k.get('mainloop', 'triton')})",
                       xaxis_title="sequence length M (tokens)", yaxis_title="E / T_FA (%)" if relative else "E (us)",
                       template="plotly_white", width=900, height=560, legend=dict(font=dict(size=10)))
     fig.update_xaxes(type="log")
@@ -72,6 +72,8 @@ def figures(rep: FaA2aReport) -> dict[str, go.Figure]:
     out = {}
     for s in rep.series:
         name = f"fig11-d{s.key['head_dim']}-bm{s.key['block_m']}-n{s.key['sp']}-{s.key['destination']}"
+        if s.key.get("mainloop", "triton") != "triton":
+            name += f"-{s.key['mainloop']}"
         out[name] = fig11(s, rep.platform.name)
         out[f"{name}-us"] = fig11(s, rep.platform.name, relative=False)
     return out

@@ -1,7 +1,8 @@
 """The fa-a2a experiment's measured points: records grouped into series and sequence lengths.
 
 Records (experiment "fa-a2a", one per variant and M; ``hwkernels/fa.py`` writes them) are grouped
-into series by tile shape and destination (:data:`SERIES_KEYS`), and within a series by sequence
+into series by tile shape, destination and attention kernel (:data:`SERIES_KEYS`; ``mainloop``:
+``hwkernels/fa_kernels.py``'s Triton forward or ``fa_gluon.py``'s), and within a series by sequence
 length M (:class:`Point`: the measured medians of ``kernel_us`` per column, the FA-only Q-loop and
 the fused issue span; :mod:`xsim.report.fa_a2a` adds each model's predictions).
 """
@@ -20,7 +21,8 @@ from xsim.builders import fa_a2a as builder
 from xsim.spread import spread_cv
 
 KINDS = ("fa-only", "sdpa-cudnn", "a2a-store", "a2a-ce", "serial", "fused", "fused-paced", "cc")
-SERIES_KEYS = ("head_dim", "block_m", "block_n", "sp", "destination")
+SERIES_KEYS = ("head_dim", "block_m", "block_n", "sp", "destination", "mainloop")
+KEY_DEFAULTS = {"mainloop": "triton"}   # records before the Gluon mainloop name none: fa_kernels'
 
 
 @dataclass
@@ -113,7 +115,7 @@ def collect(rs: RecordSet, notes: list[str]) -> dict:
         if r.kind not in KINDS:
             notes.append(f"{r.where}: unknown fa-a2a kind {r.kind!r} left out")
             continue
-        key = tuple(r.params.get(k) for k in SERIES_KEYS)
+        key = tuple(r.params.get(k, KEY_DEFAULTS.get(k)) for k in SERIES_KEYS)
         m = int(r.params["seq_len"])
         kind = column(r)
         point = series[key].get(m)

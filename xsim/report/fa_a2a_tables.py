@@ -51,7 +51,7 @@ def print_report(rep) -> None:
     from xsim.report.fa_a2a import HEADLINE_KEYS
 
     for s in rep.series:
-        where = "on {}: d={head_dim} b_m={block_m} b_n={block_n} N={sp} {destination}".format(
+        where = "on {}: d={head_dim} b_m={block_m} b_n={block_n} N={sp} {destination} {mainloop}".format(
             rep.platform.name, **s.key)
         _wide_table(f"Table 3 {where} (us, medians)", table3_rows(s), TABLE3_HEADER)
         _wide_table(f"measured vs predicted {where} (us)", prediction_rows(s), PREDICTION_HEADER)
