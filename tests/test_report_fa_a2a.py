@@ -184,8 +184,8 @@ def test_shipped_report_has_the_paced_keys(capsys):
     assert not any("fused-paced" in n for n in doc["notes"])    # the kind is known, not left out
     # the paced kernel is predicted too (closed form here): every swept M, from the record's pace
     assert rep["paced_time_mape"] is not None and 0 < rep["paced_time_mape"] < 50
-    head = rep["series"][0]["errors"]["closed-form"]
-    assert head["paced_time_mape"] == rep["paced_time_mape"]
+    paced = [s for s in rep["series"] if s["mainloop"] == rep["paced_series"]["mainloop"]][0]
+    assert paced["errors"]["closed-form"]["paced_time_mape"] == rep["paced_time_mape"]
 
 
 def test_cc_fence_option_changes_only_the_cc_prediction(files, capsys):
@@ -200,3 +200,42 @@ def test_cc_fence_option_changes_only_the_cc_prediction(files, capsys):
     code = main(["report", "--experiment", "fa-a2a", "--cc-fence", "sys"])
     err = capsys.readouterr().err
     assert code == 2 and "invalid choice" in err and err.count("\n") == 1
+
+
+def _series(mainloop, t_fa, paced=False, head_dim=128, ms=(1024, 2048)):
+    from xsim.attention.shape import AttentionShape
+    from xsim.report.fa_a2a_points import Series
+
+    pts = []
+    for m in ms:
+        shape = AttentionShape(seq_len=m, batch=1, heads=8, sp=4, head_dim=head_dim, block_m=128, block_n=128,
+                               producers=16)
+        meas = {"fa-only": t_fa * m * m / 1024 ** 2}
+        if paced:
+            meas["fused-paced"] = 1.1 * meas["fa-only"]
+        pts.append(Point(m, shape, meas))
+    return Series({"head_dim": head_dim, "mainloop": mainloop}, pts, None)
+
+
+def test_headline_is_the_faster_kernel_and_paced_keys_come_from_the_series_that_has_them():
+    from xsim.report.fa_a2a import _headline, _paced_series
+
+    slow, fast = _series("triton", 130.0, paced=True), _series("gluon", 100.0)
+    d64 = _series("triton", 10.0, head_dim=64, ms=(1024, 2048, 4096))
+    assert _headline([slow, fast, d64]) is fast            # d = 128 first, then most points, then fastest
+    assert _headline([fast, slow]) is fast and _headline([]) is None
+    assert _headline([_series("triton", 130.0, ms=(1024, 2048, 4096)), fast]).key["mainloop"] == "triton"
+    assert _paced_series([slow, fast], fast) is slow       # the headline measured no fused-paced
+    assert _paced_series([fast], fast) is fast
+    both = _series("gluon", 100.0, paced=True)
+    assert _paced_series([slow, both], both) is both
+
+
+def test_records_without_a_mainloop_are_the_triton_series(files, capsys):
+    profile, records = files
+    doc = _json(capsys, "report", "--experiment", "fa-a2a", "--records", str(records), "--platform", str(profile),
+                "--json", "--no-des")
+    rep = doc["experiments"]["fa-a2a"]
+    assert [s["mainloop"] for s in rep["series"]] == ["triton"]
+    assert rep["headline_series"]["mainloop"] == "triton"
+    assert doc["fa_vs_cudnn_min_all_series"] == doc["fa_vs_cudnn_min"]

@@ -18,7 +18,10 @@ LABELS = {"speedup_max": "largest sender-visible speedup, fused over serial",
           "hiding_min_above_threshold": "hiding ratio H above 2 M_ub*, worst (eq. 21; target >= 0.95)",
           "fused_time_mape": "fused time, predicted vs measured, MAPE % (target <= 5)",
           "cc_time_mape": "completion-coupled time, predicted vs measured, MAPE % (target <= 10)",
-          "fa_vs_cudnn_min": "our FA-only over cuDNN SDPA, worst M (target >= 0.80)"}
+          "fa_vs_cudnn_min": "our FA-only over cuDNN SDPA, worst M, headline series (target >= 0.80)",
+          "fa_vs_cudnn_min_all_series": "the same over every d = 128 series (the slower kernel too)",
+          "paced_time_mape": "fused-paced time, predicted vs measured, MAPE % (on the series with it)",
+          "paced_over_fa_above_threshold": "fused-paced / FA-only above 2 M_ub* (its own series)"}
 CAPTION = {True: "Read the fused kernel's residual over FA-only time E_res/T_FA (markers) against the X-Stage "
                  "prediction (eqs. 18-19, flat at the issue floor past M_ub*) and the completion-coupled one "
                  "(eq. 17, growing with M): the paper's Fig. 11 for our hardware.",
