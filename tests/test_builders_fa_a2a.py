@@ -202,6 +202,7 @@ def test_sweep_over_seq_len_and_block_m(capsys, tmp_path):
     ("head_dim=96", '"head_dim" must be one of (64, 128), got 96'),
     ("variant=serial", '"variant" must be one of fused, cc, fa-only'),
     ("cc_fence=sys", '"cc_fence" must be one of link, fifo, own'),
+    ("tile_order=backwards", '"tile_order" must be one of default, remote-first'),
 ])
 def test_bad_points_are_one_line_exit_2(capsys, assignment, message):
     code, out, err = _cli(capsys, "simulate", "fa-a2a-paper", "--platform", "paper-8gpu", "--set", assignment)
@@ -225,3 +226,17 @@ def test_the_qloop_spread_draws_the_same_factor_per_tile_in_every_variant():
     assert np.all(alike.mainloop_us == alike.mainloop_us[0])                 # default: no spread
     ratio = w["fused"].mainloop_us / alike.mainloop_us
     assert ratio.std() == pytest.approx(0.05, rel=0.3) and ratio.mean() == pytest.approx(1.0, abs=0.02)
+
+
+def test_remote_first_order_moves_the_same_bytes_and_ends_on_the_ranks_own_tiles():
+    s = AttentionShape(seq_len=8192, batch=1, heads=16, sp=8, head_dim=128, producers=12)
+    fused = fa_a2a.build(params(producers=12), toy())
+    rf = fa_a2a.build(params(producers=12, tile_order="remote-first"), toy())
+    assert rf.bytes.sum() == fused.bytes.sum() == 3 * s.remote_bytes.sum()
+    n_remote = s.n_tiles - s.n_tiles // s.sp
+    for pid in (0, 5, 11):
+        pos = s.program_tiles(pid)
+        got = rf.bytes[rf.offsets[pid]:rf.offsets[pid] + len(pos)]
+        assert np.array_equal(got > 0, pos < n_remote)      # the last positions: the rank's own slice
+    cc = fa_a2a.build(params(producers=12, variant="cc", tile_order="remote-first"), toy())
+    assert np.array_equal(cc.bytes, rf.bytes)

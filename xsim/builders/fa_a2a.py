@@ -19,6 +19,9 @@ rank's own slice. The CTA that computes a tile issues its stores itself (``stagi
   (it replaces the platform's gate, which a release at an empty link always passes);
   ``own`` is ``completion-coupled``, which the engines never gate;
 - ``fa-only``: the same tiles with no remote bytes;
+- ``tile_order`` (fused, cc): ``default`` as above, or ``remote-first`` (the kernels' ORDER 1,
+  :func:`hwkernels.fa_layout.remote_first_coords`): the other owners' tiles first, so the last
+  waves store to HBM and the link drains the earlier ones under their Q-loops;
 - ``fused-paced``: the kernel's MODE 3 (``hwkernels/fa_kernels.py``): tiles in the remote-first
   order (:func:`hwkernels.fa_layout.remote_first_coords`: other owners' tiles first), a remote
   tile staged in HBM and its stores issued as ``pace`` row chunks during the CTA's *next*
@@ -51,6 +54,7 @@ from xsim.units import gbps_to_bytes_per_us
 from xsim.workload import Workload, XStageParams
 
 VARIANTS = ("fused", "cc", "fa-only", "fused-paced")
+ORDERS = ("default", "remote-first")   # hwkernels.fa.ORDERS
 CC_FENCES = ("link", "fifo", "own")   # what cc's fence waits for: the stage empty, the bytes ahead, its own
 
 PARAMS = {
@@ -75,6 +79,9 @@ PARAMS = {
                       "the report fits it on the FA-only records)", minimum=0),
     "spread_seed": Param("int", 0, "seed of the per-tile spread (a hash of each tile's identity)", minimum=0),
     "pace": Param("int", 8, "fused-paced: row chunks per tile, spread over the next Q-loop", minimum=1, maximum=1024),
+    "tile_order": Param("str", "default", "fused, cc, fa-only: the kernels' tile order, default (fa_layout.tiles) "
+                        "or remote-first (the other owners' tiles first, the rank's own last, as fused-paced "
+                        "always runs)", choices=ORDERS),
     "cc_fence": Param("str", "link", "cc: what each tile's system-scope fence waits for: link (the X-Stage empty, "
                       "every CTA's bytes), fifo (the bytes accepted before it), own (the CTA's own bytes)",
                       choices=CC_FENCES),
@@ -142,9 +149,15 @@ def _streams(params: dict, shape: AttentionShape, gap: float) -> list[tuple[np.n
     if params["variant"] == "fused-paced":
         return [paced_stream(shape, p, qloop_of(params), params["pace"]) for p in range(shape.programs)]
     out = []
+    n_remote = shape.n_tiles - shape.n_tiles // shape.sp
     for p in range(shape.programs):
-        order = shape.program_tiles(p)
-        nbytes = np.zeros(len(order)) if params["variant"] == "fa-only" else shape.remote_bytes[order]
+        order = shape.program_tiles(p)      # positions in the kernel's order
+        if params["variant"] == "fa-only":
+            nbytes = np.zeros(len(order))
+        elif params["tile_order"] == "remote-first":   # position i < n_remote: another owner's tile
+            nbytes = np.where(order < n_remote, float(shape.tile_bytes), 0.0)
+        else:
+            nbytes = shape.remote_bytes[order]
         out.append((np.full(len(order), gap), nbytes))
     return out
 
