@@ -1,10 +1,13 @@
-"""An FA-only attention forward in Gluon (triton.experimental.gluon) with FA3's structure (explored).
+"""The Gluon attention forward with FA3's structure: FA-only, fused and completion-coupled.
 
     out, _ = gluon_fa(q, k, v)                  # q, k, v, out: [batch, heads, M, d] bf16, d = 128
     launch_gluon_fa(q, k, v, shape, mode, out=out, bufs=bufs, stamps=stamps)   # fa.launch_fa's
                                                 # contract: FA-only, fused, completion-coupled
     (compiled for sm_90 on the CPU, SASS facts: fa_gluon_sass)
 
+MODE 0 FA-only, 1 fused, 2 completion-coupled: the epilogues of fa_gluon_epi (fa_bench --mainloop
+gluon, run 7 in docs/fa-a2a.md); INSTR: consumer 0's per-tile stamps; STORE16: 16 B output stores
+(launch_gluon_fa, at 2 stages); gluon_fa is the explored FA-only launch (3 stages, 4 B stores).
 Persistent (grid = min(SMs, tiles)), tiles of b_m = 128 query rows in the shipped order
 (`fa_layout`: query block fastest), b_n = 128. Three partitions (gl.warp_specialize):
   consumer 0 (the default partition, 4 warps) and consumer 1 (4 warps): rows 0-63 and 64-127 of
