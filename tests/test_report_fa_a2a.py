@@ -239,3 +239,24 @@ def test_records_without_a_mainloop_are_the_triton_series(files, capsys):
     assert [s["mainloop"] for s in rep["series"]] == ["triton"]
     assert rep["headline_series"]["mainloop"] == "triton"
     assert doc["fa_vs_cudnn_min_all_series"] == doc["fa_vs_cudnn_min"]
+
+
+def test_clocks_of_the_stamped_kinds_flag_the_points_where_dvfs_differs():
+    p = Point(16384, None, {"fa-only": 1713.0, "fused": 1786.0}, clock_mhz={"fa-only": 1561.0, "fused": 1708.0})
+    assert p.fused_clock_over_fa == pytest.approx(1708 / 1561)
+    assert math.isnan(Point(1024, None, {"fa-only": 1.0}).fused_clock_over_fa)
+    from xsim.report.fa_a2a_summary import summarize_series
+
+    s = _series("gluon", 100.0)
+    s.points[0].clock_mhz.update({"fa-only": 1700.0, "fused": 1710.0})      # within the 2 % band
+    s.points[1].clock_mhz.update({"fa-only": 1500.0, "fused": 1650.0})      # 10 % apart
+    out = summarize_series(s, [])
+    assert out["dvfs_seq_lens"] == [2048] and out["fused_clock_over_fa_max"] == pytest.approx(1.1)
+
+
+def test_shipped_gluon_series_shows_the_power_capped_points(capsys):
+    doc = _json(capsys, "report", "--experiment", "fa-a2a", "--no-des", "--json")
+    gluon = [s for s in doc["experiments"]["fa-a2a"]["series"] if s["mainloop"] == "gluon"]
+    if not gluon:
+        pytest.skip("no Gluon records shipped")
+    assert {16384, 32768} <= set(gluon[0]["dvfs_seq_lens"]) and gluon[0]["fused_clock_over_fa_max"] > 1.05

@@ -21,6 +21,7 @@ from xsim.builders import fa_a2a as builder
 from xsim.spread import spread_cv
 
 KINDS = ("fa-only", "sdpa-cudnn", "a2a-store", "a2a-ce", "serial", "fused", "fused-paced", "cc")
+STAMPED = ("fa-only", "fused", "fused-paced", "cc")   # the kinds whose SM clock their own stamps measured
 SERIES_KEYS = ("head_dim", "block_m", "block_n", "sp", "destination", "mainloop")
 KEY_DEFAULTS = {"mainloop": "triton"}   # records before the Gluon mainloop name none: fa_kernels'
 
@@ -40,6 +41,7 @@ class Point:
     floor_us: float = math.nan
     floor_predicted_us: float = math.nan   # the models' issue floor: T_iss0 x remote waves
     pace: int = 0                       # fused-paced: the record's row chunks per tile
+    clock_mhz: dict = field(default_factory=dict)   # stamped kind -> SM clock of its instrumented runs
     where: list = field(default_factory=list)
 
     def get(self, kind: str) -> float:
@@ -69,6 +71,13 @@ class Point:
         """Eq. 21 with the fused-paced kernel in place of fused."""
         exposed = self.get("serial") - self.get("fa-only")
         return 1.0 - (self.get("fused-paced") - self.get("fa-only")) / exposed if exposed > 0 else math.nan
+
+    @property
+    def fused_clock_over_fa(self) -> float:
+        """The fused kernel's SM clock over FA-only's (their stamps): more than 2 % above 1 (the DVFS band) the fused
+        kernel ran faster clocked (a power cap lowers the clock of the busier kernel), so part of
+        E_res, or all of a negative one, is DVFS, not the link (NaN without both clocks)."""
+        return self.clock_mhz.get("fused", math.nan) / self.clock_mhz.get("fa-only", math.nan)
 
     @property
     def speedup(self) -> float:
@@ -124,6 +133,9 @@ def collect(rs: RecordSet, notes: list[str]) -> dict:
         elif kind in point.measured:
             notes.append(f"{r.where}: repeats {kind} at M = {m}; the later record is used")
         point.measured[kind] = r.stat("kernel_us", "median")
+        mhz = r.data.get("platform", {}).get("sm_clock_mhz")
+        if kind in STAMPED and mhz:
+            point.clock_mhz[kind] = float(mhz)
         point.where.append(r.where)
         if r.kind == "fa-only":
             point.qloop_us = r.stat("qloop_us", "median")

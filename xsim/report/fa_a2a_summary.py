@@ -104,6 +104,8 @@ def summarize_series(s: Series, models: list[str]) -> dict:
         if any(math.isfinite(p.get("fused-paced")) for p in pts) else None,
         "fused_over_cc_measured": extreme([p.get("fused") / p.get("cc") for p in pts], np.median),
         "fa_vs_cudnn_min": extreme([p.fa_vs_cudnn for p in pts], min) if s.key["head_dim"] == 128 else None,
+        "fused_clock_over_fa_max": extreme([p.fused_clock_over_fa for p in pts], max),
+        "dvfs_seq_lens": [p.seq_len for p in pts if abs(p.fused_clock_over_fa - 1) > DVFS_BAND],
         "errors": errors,               # MAPEs in percent, MAEs in us
     }
 
