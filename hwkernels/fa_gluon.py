@@ -1,12 +1,11 @@
-"""The Gluon attention forward with FA3's structure: FA-only, fused and completion-coupled.
+"""The Gluon attention forward with FA3's structure: FA-only, fused, completion-coupled, paced.
 
-    out, _ = gluon_fa(q, k, v)                  # q, k, v, out: [batch, heads, M, d] bf16, d = 128
-    launch_gluon_fa(q, k, v, shape, mode, out=out, bufs=bufs, stamps=stamps)   # fa.launch_fa's
-                                                # contract: FA-only, fused, completion-coupled
-    (compiled for sm_90 on the CPU, SASS facts: fa_gluon_sass)
-
-MODE 0 FA-only, 1 fused, 2 completion-coupled: the epilogues of fa_gluon_epi (fa_bench --mainloop
-gluon, run 7 in docs/fa-a2a.md); INSTR: consumer 0's per-tile stamps; STORE16: 16 B output stores
+Launchers: fa_gluon_launch (gluon_fa, launch_gluon_fa: fa.launch_fa's contract); compiled for
+sm_90 on the CPU with its SASS facts: fa_gluon_sass; the epilogues: fa_gluon_epi.
+MODE 0 FA-only, 1 fused, 2 completion-coupled, 3 fused-paced (a remote half tile staged in HBM,
+its 8 row chunks stored after KV steps 0, PSTRIDE, 2 PSTRIDE, ... of the warpgroup's next
+Q-loop, the rest at its end; tiles in ORDER 1, remote-first); fa_bench --mainloop gluon, runs 7
+and 8 in docs/fa-a2a.md. INSTR: consumer 0's per-tile stamps; STORE16: 16 B output stores
 (launch_gluon_fa, at 2 stages); gluon_fa is the explored FA-only launch (3 stages, 4 B stores).
 Persistent (grid = min(SMs, tiles)), tiles of b_m = 128 query rows in the shipped order
 (`fa_layout`: query block fastest), b_n = 128. Three partitions (gl.warp_specialize):
@@ -41,14 +40,15 @@ BM, BN, D, HALF = 128, 128, 128, 64
 
 @gluon.jit
 def _producer(q_desc, k_desc, v_desc, bars, q_smem, k_smem, v_smem, seq, n_tiles,
-              STAGES: gl.constexpr):
+              STAGES: gl.constexpr, ORDER: gl.constexpr, RANK: gl.constexpr, SP: gl.constexpr):
     q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
     n_kv = seq // 128
     c = 0
     it = 0
     for t in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
-        row0 = t * 128                         # tile t = (b*h) * (M/128) + m_block
-        kv0 = (t // n_kv) * seq
+        bh, mb = epi.tile_coords(t, seq, n_tiles, ORDER, RANK, SP)
+        row0 = (bh * n_kv + mb) * 128          # q, k, v rows: (b*h) * M + m
+        kv0 = bh * seq
         for w in gl.static_range(2):
             mbarrier.wait(q_empty.index(w), (it & 1) ^ 1)
             mbarrier.expect(q_ready.index(w), q_desc.block_type.nbytes)
@@ -107,11 +107,12 @@ def _turn_pass(turn, w: gl.constexpr, PINGPONG: gl.constexpr):
 
 
 @gluon.jit
-def _consumer(bars, q_smem, k_smem, v_smem, out_ptr, remote_ptr, delta_ptr, stamps_ptr, qk_scale,
-              seq, n_tiles, W: gl.constexpr, STAGES: gl.constexpr, OVERLAP: gl.constexpr,
-              PINGPONG: gl.constexpr, MODE: gl.constexpr, INSTR: gl.constexpr,
-              DELTA: gl.constexpr, STORE16: gl.constexpr, RANK: gl.constexpr, HL: gl.constexpr,
-              SP: gl.constexpr):
+def _consumer(bars, q_smem, k_smem, v_smem, out_ptr, remote_ptr, delta_ptr, stamps_ptr, stage_ptr,
+              qk_scale, seq, n_tiles, W: gl.constexpr, STAGES: gl.constexpr,
+              OVERLAP: gl.constexpr, PINGPONG: gl.constexpr, MODE: gl.constexpr,
+              INSTR: gl.constexpr, DELTA: gl.constexpr, STORE16: gl.constexpr,
+              RANK: gl.constexpr, HL: gl.constexpr, SP: gl.constexpr, ORDER: gl.constexpr,
+              PSTRIDE: gl.constexpr):
     q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
     mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                   instr_shape=[16, 128, 16])
@@ -121,6 +122,13 @@ def _consumer(bars, q_smem, k_smem, v_smem, out_ptr, remote_ptr, delta_ptr, stam
     # one 256 B row, before its stores (else 4 B stores from the MMA layout: 16 B of each of 8
     # rows per warp store); the conversion goes through shared memory (3 stages leave too little)
     st_l: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
+    # MODE 3: an 8-row chunk of the staged half tile, 16 B per thread, no replication
+    ch_l: gl.constexpr = gl.BlockedLayout([1, 8], [2, 16], [4, 1], [1, 0])
+    crow = gl.arange(0, 8, gl.SliceLayout(1, ch_l))
+    ccol = gl.arange(0, 128, gl.SliceLayout(0, ch_l))
+    stage_w = stage_ptr + (gl.program_id(0) * 128 + W * 64).to(gl.int64) * 128
+    pend = gl.program_id(0) * 0                       # MODE 3: the stage holds a remote tile
+    pend_off = (gl.program_id(0) * 0).to(gl.int64)    # ... and its offset from the remote base
     n_kv = seq // 128
     zero = gl.zeros([64, 128], gl.float32, mma)
     c = 0
@@ -129,6 +137,7 @@ def _consumer(bars, q_smem, k_smem, v_smem, out_ptr, remote_ptr, delta_ptr, stam
     for t in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
         if INSTR and W == 0:
             epi.stamp(stamps_ptr, t, 0)
+        bh, mb = epi.tile_coords(t, seq, n_tiles, ORDER, RANK, SP)
         mbarrier.wait(q_ready.index(W), it & 1)
         q = q_smem.index(W)
         m_i = gl.full([64], float("-inf"), gl.float32, row_l)
@@ -146,6 +155,9 @@ def _consumer(bars, q_smem, k_smem, v_smem, out_ptr, remote_ptr, delta_ptr, stam
         mbarrier.arrive(k_empty.index(s), count=1)
         p, m_i, l_i, alpha = _softmax(sc, m_i, l_i, qk_scale)
         p_op = gl.convert_layout(p.to(gl.bfloat16), dot_a)
+        if MODE == 3:           # chunk 0 of the previous (staged) tile after KV step 0
+            if pend != 0:
+                epi.store_chunk(stage_w, remote_ptr, pend_off, 0, crow, ccol, HL * SP)
         for j in range(1, n_kv):
             cj = c + j
             s = cj % STAGES
@@ -182,6 +194,10 @@ def _consumer(bars, q_smem, k_smem, v_smem, out_ptr, remote_ptr, delta_ptr, stam
                 p, m_i, l_i, alpha = _softmax(sc, m_i, l_i, qk_scale)
                 acc = acc * gl.expand_dims(alpha, 1)
                 p_op = gl.convert_layout(p.to(gl.bfloat16), dot_a)
+            if MODE == 3:       # chunk c after KV step c * PSTRIDE (a uniform branch)
+                if (pend != 0) & (j % PSTRIDE == 0) & (j // PSTRIDE < 8):
+                    epi.store_chunk(stage_w, remote_ptr, pend_off, j // PSTRIDE, crow, ccol,
+                                    HL * SP)
         mbarrier.arrive(q_empty.index(W), count=1)        # Q read by the tile's last S
         cl = c + n_kv - 1
         sl = cl % STAGES
@@ -203,10 +219,27 @@ def _consumer(bars, q_smem, k_smem, v_smem, out_ptr, remote_ptr, delta_ptr, stam
             rows = gl.arange(0, 64, row_l)
             cols = gl.arange(0, 128, gl.SliceLayout(0, mma))
         if MODE == 0:
-            epi.store_local(o, rows, cols, out_ptr, t, W * 64)
+            epi.store_local(o, rows, cols, out_ptr, bh, mb, W * 64, seq)
         else:
-            epi.store_to_owner(o, rows, cols, out_ptr, remote_ptr, delta_ptr, t, W * 64, seq,
-                               n_tiles, RANK, HL, SP, DELTA)
+            local, base, roff = epi.owner_dest(delta_ptr, bh, mb, W * 64, seq, n_tiles, RANK, HL,
+                                               SP, DELTA)
+            if MODE == 3:
+                if pend != 0:   # the chunks this Q-loop was too short for
+                    for cc in range(gl.minimum((n_kv + PSTRIDE - 1) // PSTRIDE, 8), 8):
+                        epi.store_chunk(stage_w, remote_ptr, pend_off, cc, crow, ccol, HL * SP)
+                gl.thread_barrier()             # the warpgroup's chunk reads done
+                if local:       # the rank's own tile to HBM at once, a remote one staged
+                    epi.store_to_owner(o, rows, cols, out_ptr, remote_ptr, local, base, roff,
+                                       HL * SP)
+                    pend = gl.program_id(0) * 0
+                else:
+                    gl.store(stage_w + gl.expand_dims(rows * 128, 1) + gl.expand_dims(cols, 0), o)
+                    pend = gl.program_id(0) * 0 + 1
+                pend_off = roff
+                gl.thread_barrier()             # the stage written before any chunk reads it
+            else:
+                epi.store_to_owner(o, rows, cols, out_ptr, remote_ptr, local, base, roff,
+                                   HL * SP)
         if MODE == 2:
             epi.fence_sc_sys()
         if INSTR and W == 0:
@@ -214,26 +247,31 @@ def _consumer(bars, q_smem, k_smem, v_smem, out_ptr, remote_ptr, delta_ptr, stam
             epi.stamp(stamps_ptr, t, 2)
         c += n_kv
         it += 1
+    if MODE == 3:               # the program's last staged tile
+        if pend != 0:
+            for cc in range(8):
+                epi.store_chunk(stage_w, remote_ptr, pend_off, cc, crow, ccol, HL * SP)
 
 
 @gluon.jit
-def _consumer1(bars, q_smem, k_smem, v_smem, out_ptr, remote_ptr, delta_ptr, stamps_ptr, qk_scale,
-               seq, n_tiles, STAGES: gl.constexpr, OVERLAP: gl.constexpr,
+def _consumer1(bars, q_smem, k_smem, v_smem, out_ptr, remote_ptr, delta_ptr, stamps_ptr, stage_ptr,
+               qk_scale, seq, n_tiles, STAGES: gl.constexpr, OVERLAP: gl.constexpr,
                PINGPONG: gl.constexpr, MODE: gl.constexpr, INSTR: gl.constexpr,
                DELTA: gl.constexpr, STORE16: gl.constexpr, RANK: gl.constexpr, HL: gl.constexpr,
-               SP: gl.constexpr):
-    _consumer(bars, q_smem, k_smem, v_smem, out_ptr, remote_ptr, delta_ptr, stamps_ptr, qk_scale,
-              seq, n_tiles, 1, STAGES, OVERLAP, PINGPONG, MODE, INSTR, DELTA, STORE16, RANK, HL,
-              SP)
+               SP: gl.constexpr, ORDER: gl.constexpr, PSTRIDE: gl.constexpr):
+    _consumer(bars, q_smem, k_smem, v_smem, out_ptr, remote_ptr, delta_ptr, stamps_ptr, stage_ptr,
+              qk_scale, seq, n_tiles, 1, STAGES, OVERLAP, PINGPONG, MODE, INSTR, DELTA, STORE16,
+              RANK, HL, SP, ORDER, PSTRIDE)
 
 
 @gluon.jit
-def gluon_fa_kernel(q_desc, k_desc, v_desc, out_ptr, remote_ptr, delta_ptr, stamps_ptr, qk_scale,
-                    seq, n_tiles,
+def gluon_fa_kernel(q_desc, k_desc, v_desc, out_ptr, remote_ptr, delta_ptr, stamps_ptr, stage_ptr,
+                    qk_scale, seq, n_tiles,
                     STAGES: gl.constexpr, OVERLAP: gl.constexpr, PINGPONG: gl.constexpr,
                     MODE: gl.constexpr = 0, INSTR: gl.constexpr = False,
                     DELTA: gl.constexpr = False, STORE16: gl.constexpr = False,
-                    RANK: gl.constexpr = 0, HL: gl.constexpr = 1, SP: gl.constexpr = 1):
+                    RANK: gl.constexpr = 0, HL: gl.constexpr = 1, SP: gl.constexpr = 1,
+                    ORDER: gl.constexpr = 0, PSTRIDE: gl.constexpr = 1):
     # RANK, HL, SP are constexprs and the pointers flat arguments of the partitions: passed in
     # one tuple with the pointers (Triton 3.6), the integers arrived wrong in the consumer-1
     # partition (H200, compute-sanitizer: out-of-bounds remote stores with a zero row stride)
@@ -262,82 +300,16 @@ def gluon_fa_kernel(q_desc, k_desc, v_desc, out_ptr, remote_ptr, delta_ptr, stam
     bars = (q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn)
     gl.warp_specialize([
         (_consumer, (bars, q_smem, k_smem, v_smem, out_ptr, remote_ptr, delta_ptr, stamps_ptr,
-                     qk_scale, seq, n_tiles, 0, STAGES, OVERLAP, PINGPONG, MODE, INSTR, DELTA,
-                     STORE16, RANK, HL, SP)),
+                     stage_ptr, qk_scale, seq, n_tiles, 0, STAGES, OVERLAP, PINGPONG, MODE, INSTR,
+                     DELTA, STORE16, RANK, HL, SP, ORDER, PSTRIDE)),
         (_consumer1, (bars, q_smem, k_smem, v_smem, out_ptr, remote_ptr, delta_ptr, stamps_ptr,
-                      qk_scale, seq, n_tiles, STAGES, OVERLAP, PINGPONG, MODE, INSTR, DELTA,
-                      STORE16, RANK, HL, SP)),
+                      stage_ptr, qk_scale, seq, n_tiles, STAGES, OVERLAP, PINGPONG, MODE, INSTR,
+                      DELTA, STORE16, RANK, HL, SP, ORDER, PSTRIDE)),
         (_producer, (q_desc, k_desc, v_desc, bars, q_smem, k_smem, v_smem, seq, n_tiles,
-                     STAGES)),
+                     STAGES, ORDER, RANK, SP)),
     ], [4, 1], [240, 24])
 
 
 def _layouts():
     return (gl.NVMMASharedLayout.get_default_for([64, 128], gl.bfloat16),
             gl.NVMMASharedLayout.get_default_for([128, 128], gl.bfloat16))
-
-
-def _check(q, k, v):
-    import torch
-
-    b, h, m, d = q.shape
-    if d != D or m % BM or q.dtype != torch.bfloat16 or not (q.is_contiguous() and k.is_contiguous()
-                                                           and v.is_contiguous()):
-        raise ValueError(f"gluon_fa: needs contiguous bf16 [b, h, M, 128], M % 128 == 0; got "
-                         f"{tuple(q.shape)} {q.dtype}")
-
-
-def _enqueue(q, k, v, dst, remote, delta, stamps, rank, hl, sp, programs, stages, overlap,
-             pingpong, mode, store16=False):
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-
-    b, h, m, d = q.shape
-    lq, lkv = _layouts()
-    q2, k2, v2 = (x.view(b * h * m, d) for x in (q, k, v))
-    qd = TensorDescriptor.from_tensor(q2, [64, 128], lq)
-    kd = TensorDescriptor.from_tensor(k2, [128, 128], lkv)
-    vd = TensorDescriptor.from_tensor(v2, [128, 128], lkv)
-    n_tiles = b * h * (m // BM)
-    grid = (max(1, min(programs, n_tiles)),)
-    return gluon_fa_kernel[grid](
-        qd, kd, vd, dst, remote, delta if delta is not None else dst,
-        stamps if stamps is not None else dst, LOG2E / d ** 0.5, m, n_tiles, stages, overlap,
-        pingpong, MODE=mode, INSTR=stamps is not None, DELTA=delta is not None, STORE16=store16,
-        RANK=rank, HL=hl, SP=sp, num_warps=4, maxnreg=168)
-
-
-def gluon_fa(q, k, v, out=None, stages=3, overlap=2, pingpong=0, programs=None):
-    """FA-only forward on q, k, v [batch, heads, M, d = 128] bf16 contiguous (M a multiple of 128);
-    returns (out [batch, heads, M, d] bf16, not causal, scale 1/sqrt(d); Triton's handle of the
-    compiled kernel). programs: the persistent grid (default the SM count; n_tiles: one tile
-    per program)."""
-    import torch
-
-    _check(q, k, v)
-    out = torch.empty_like(q) if out is None else out
-    if programs is None:
-        programs = torch.cuda.get_device_properties(q.device).multi_processor_count
-    return out, _enqueue(q, k, v, out, out, None, None, 0, 1, 1, programs, stages, overlap,
-                         pingpong, 0)
-
-
-def launch_gluon_fa(q, k, v, shape, mode: int, out=None, bufs=None, stamps=None,
-                    programs: int = 132, stages: int = 2, overlap: int = 2, pingpong: int = 0):
-    """fa.launch_fa's contract on this mainloop (no sync): mode 0 (FA-only) writes `out`
-    [batch, HL, M, 128]; 1 (fused) and 2 (completion-coupled, fence.sc.sys by every thread after
-    its stores, no CTA barrier: each warpgroup goes on once its own stores are visible) write
-    `bufs` (fa.OwnerBuffers); stamps (int64 [n_tiles, 6]) are consumer 0's. b_m = b_n = 128,
-    d = 128, tiles in fa_layout.tiles order, 16 B stores (STORE16: 2 stages leave it the shared
-    memory). Returns Triton's handle of the compiled kernel."""
-    if mode not in (0, 1, 2):
-        raise ValueError(f'the Gluon mainloop runs modes 0, 1 and 2 (FA-only, fused, cc), got {mode!r}.')
-    if (shape.head_dim, shape.block_m, shape.block_n) != (D, BM, BN):
-        raise ValueError(f'the Gluon mainloop needs head_dim = block_m = block_n = 128, got '
-                         f'{(shape.head_dim, shape.block_m, shape.block_n)}.')
-    _check(q, k, v)
-    if mode == 0:
-        dst, remote, delta = out, out, None
-    else:
-        dst, remote, delta = bufs.local, bufs.remote, bufs.delta
-    return _enqueue(q, k, v, dst, remote, delta, stamps, shape.rank, shape.heads_local, shape.sp,
-                    programs, stages, overlap, pingpong, mode, store16=True)

@@ -20,7 +20,7 @@ import os
 import sys
 import time
 
-from . import fa, fa_gluon, fa_gluon_sass
+from . import fa, fa_gluon_launch, fa_gluon_sass
 
 TARGET_US = 20000.0
 
@@ -48,7 +48,7 @@ def _entries(names, q, k, v, shape, sms):
                                            num_warps=8, num_stages=3, tma=True, emu=1, qreg=True))
         else:
             st, ov, pp, pers = fa_gluon_sass.CANDIDATES[name]
-            fn = (lambda o=o, st=st, ov=ov, pp=pp, pers=pers: fa_gluon.gluon_fa(
+            fn = (lambda o=o, st=st, ov=ov, pp=pp, pers=pers: fa_gluon_launch.gluon_fa(
                 q, k, v, out=o, stages=st, overlap=ov, pingpong=pp,
                 programs=sms if pers else shape.n_tiles)[1])
         out[name] = (fn, [o])

@@ -20,7 +20,7 @@ CANDIDATES = {      # name: (stages, overlap, pingpong, persistent)
 
 
 def compile_offline(stages=3, overlap=2, pingpong=0, mode=0, instr=False, delta=False,
-                    store16=False, rank=2, hl=8, sp=4):
+                    store16=False, rank=2, hl=8, sp=4, order=0, pstride=1):
     """gluon_fa_kernel compiled for sm_90 on the CPU (no GPU): Triton's CompiledKernel."""
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
@@ -30,12 +30,14 @@ def compile_offline(stages=3, overlap=2, pingpong=0, mode=0, instr=False, delta=
     sig = dict(q_desc=f"tensordesc<bf16[64, 128],{lq!r}>", k_desc=f"tensordesc<bf16[128, 128],{lkv!r}>",
                v_desc=f"tensordesc<bf16[128, 128],{lkv!r}>", out_ptr="*bf16", remote_ptr="*bf16",
                delta_ptr="*i64" if delta else "*bf16", stamps_ptr="*i64" if instr else "*bf16",
+               stage_ptr="*bf16",
                qk_scale="fp32", seq="i32", n_tiles="i32")
     const = dict(STAGES=stages, OVERLAP=overlap, PINGPONG=pingpong, MODE=mode, INSTR=instr,
-                 DELTA=delta, STORE16=store16, RANK=rank, HL=hl, SP=sp)
+                 DELTA=delta, STORE16=store16, RANK=rank, HL=hl, SP=sp, ORDER=order,
+                 PSTRIDE=pstride)
     sig.update({n: "constexpr" for n in const})
     attrs = {(names.index(n),): [["tt.divisibility", 16]]
-             for n in ("out_ptr", "remote_ptr", "stamps_ptr", "seq", "n_tiles")}
+             for n in ("out_ptr", "remote_ptr", "stamps_ptr", "stage_ptr", "seq", "n_tiles")}
     src = GluonASTSource(gluon_fa_kernel, {n: sig[n] for n in names},
                          constexprs={(names.index(n),): v for n, v in const.items()}, attrs=attrs)
     return triton.compile(src, target=GPUTarget("cuda", 90, 32),
@@ -65,8 +67,9 @@ def main(argv=None) -> int:
 
     ap = argparse.ArgumentParser(prog="hwkernels.fa_gluon_sass")
     ap.add_argument("--candidates", default=",".join(CANDIDATES))
-    ap.add_argument("--mode", type=int, default=0, choices=(0, 1, 2),
-                    help="epilogue: 0 FA-only, 1 fused, 2 completion-coupled")
+    ap.add_argument("--mode", type=int, default=0, choices=(0, 1, 2, 3),
+                    help="epilogue: 0 FA-only, 1 fused, 2 completion-coupled, 3 fused-paced "
+                         "(remote-first, a chunk every 16 KV steps: M = 16K)")
     ap.add_argument("--instr", action="store_true", help="with the per-tile stamps")
     ap.add_argument("--delta", action="store_true", help="owners' buffers at delta[o] (N ranks)")
     ap.add_argument("--store16", action="store_true", help="16 B output stores (launch_gluon_fa's)")
@@ -80,7 +83,8 @@ def main(argv=None) -> int:
         st, ov, pp, _ = CANDIDATES[n]
         try:
             info = inspect(compile_offline(st, ov, pp, args.mode, args.instr, args.delta,
-                                                   args.store16))
+                                                   args.store16, order=int(args.mode == 3),
+                                                   pstride=16 if args.mode == 3 else 1))
         except Exception as exc:  # noqa: BLE001 - one line per candidate
             print(f"{n}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
             continue

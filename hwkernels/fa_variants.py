@@ -26,7 +26,8 @@ VARIANTS = ("fa-only", "a2a-store", "a2a-ce", "serial", "fused", "fused-paced", 
 REMOTE_VARIANTS = ("a2a-store", "a2a-ce", "serial", "fused", "fused-paced", "cc-asm", "cc-atomic")
 INSTRUMENTED = ("fa-only", "fused", "fused-paced", "cc-asm", "cc-atomic")
 MAINLOOPS = ("triton", "gluon")
-GLUON_VARIANTS = ("fa-only", "a2a-store", "a2a-ce", "serial", "fused", "cc-asm", "sdpa-cudnn")
+GLUON_VARIANTS = ("fa-only", "a2a-store", "a2a-ce", "serial", "fused", "fused-paced", "cc-asm",
+                  "sdpa-cudnn")
 
 
 def record_kind(variant: str) -> str:
@@ -58,7 +59,7 @@ class KernelConfig:
     qpf: int = 0                    # next tile's Q (2: + first K, V) prefetched into L2 (fa.QPFS)
     qreg: bool = True               # next tile's Q loaded into registers during the epilogue
                                     # (shipped since call faspeed2-1; False: the kernel before)
-    mainloop: str = "triton"        # "gluon": fa-only, fused and cc-asm on fa_gluon's
+    mainloop: str = "triton"        # "gluon": fa-only, fused, fused-paced and cc-asm on fa_gluon's
                                     # warp-specialized forward (the other options do not apply)
 
     @property
@@ -177,13 +178,18 @@ class Case:
                      pf=c.pf)
 
     def _fa_gluon(self, mode, slot, fence, stamps):
-        from . import fa_gluon
+        from . import fa_gluon_launch
 
-        if mode == fa.MODE_PACED or (mode == fa.MODE_CC and fence != "asm"):
-            raise ValueError(f'the Gluon mainloop runs {GLUON_VARIANTS}, not fused-paced or cc-atomic.')
-        self.compiled = fa_gluon.launch_gluon_fa(self.q, self.k, self.v, self.shape, mode,
-                                                 out=self.out, bufs=self.bufs[slot], stamps=stamps,
-                                                 programs=self.programs)
+        c = self.cfg
+        if mode == fa.MODE_CC and fence != "asm":
+            raise ValueError(f'the Gluon mainloop runs {GLUON_VARIANTS}, not cc-atomic.')
+        if mode == fa.MODE_PACED and (c.pace != fa_gluon_launch.PACE or not c.pace_spread
+                                      or not c.pace_branch or c.pf):
+            raise ValueError(f'the Gluon fused-paced kernel runs pace {fa_gluon_launch.PACE}, '
+                             'spread, under a uniform branch, without PF.')
+        self.compiled = fa_gluon_launch.launch_gluon_fa(
+            self.q, self.k, self.v, self.shape, mode, out=self.out, bufs=self.bufs[slot],
+            stamps=stamps, programs=self.programs, stage=self.stage, order=c.pace_order)
 
     def _fa_split(self):
         from . import fa_split

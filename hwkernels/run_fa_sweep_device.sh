@@ -2,8 +2,9 @@
 # One device call: the whole FA sweep at the shipped settings, paired, then the FA GPU tests,
 # then (in the time left) a paired A/B of the last kernel change; everything under $OUT:
 #   XSTAGE_COMMIT=<sha> [FA_MAINLOOP=gluon] bash hwkernels/run_fa_sweep_device.sh [TOTAL_SECONDS] [REPEATS] [AB_ENTRIES] [AB_MS]
-# FA_MAINLOOP=gluon: the sweep on fa_gluon's kernel (fa_variants.GLUON_VARIANTS, no fused-paced),
-#   its GPU tests first (tests/test_hwkernels_fa_gluon.py; the sweep runs only if they pass),
+# FA_MAINLOOP=gluon: the sweep on fa_gluon's kernel (fa_variants.GLUON_VARIANTS), its GPU tests
+#   first (tests/test_hwkernels_fa_gluon.py: a failure stops the call; then the paced ones in a
+#   process of their own, pytest-gpu-paced.txt: if they fail, the sweep runs without fused-paced),
 #   no A/B; the lines below describe the default (triton). FA_PAIRED=0: fa_bench without --paired
 #   (each variant's trials in a block of its own after its warm-up, run 5's method).
 # fa-a2a.jsonl/bench.log: every variant, M = 1K .. 64K, b_m = b_n = 128, 8 warps, 3 stages, TMA,
@@ -28,11 +29,14 @@ paired=--paired; [ "${FA_PAIRED:-1}" = 0 ] && paired=
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,pcie.link.gen.max,pcie.link.width.max --format=csv
   python3 -c 'import torch, triton, cupy; print(torch.__version__, torch.version.cuda, triton.__version__, cupy.__version__, torch.backends.cudnn.version())'; } 2>&1 | tee "$out/env.log"
 if [ "${FA_MAINLOOP:-triton}" = gluon ]; then
-  timeout 90 python3 -m pytest -q -m gpu tests/test_hwkernels_fa_gluon.py > "$out/pytest-gpu.txt" 2>&1
+  timeout 90 python3 -m pytest -q -m gpu -k "not paced" tests/test_hwkernels_fa_gluon.py > "$out/pytest-gpu.txt" 2>&1
   rc=$?; echo "pytest rc=$rc at ${SECONDS}s"; tail -3 "$out/pytest-gpu.txt"
   [ "$rc" = 0 ] || exit 1
+  timeout 60 python3 -m pytest -q -m gpu -k paced tests/test_hwkernels_fa_gluon.py > "$out/pytest-gpu-paced.txt" 2>&1
+  rc=$?; echo "pytest paced rc=$rc at ${SECONDS}s"; tail -3 "$out/pytest-gpu-paced.txt"
+  vs=(); [ "$rc" = 0 ] || vs=(--variants fa-only,a2a-store,a2a-ce,serial,fused,cc-asm,sdpa-cudnn)
   timeout $(( total - SECONDS - 10 )) python3 -m hwkernels.fa_bench --out "$out/fa-a2a.jsonl" --target host \
-    --mainloop gluon ${paired} --repeats "$repeats" > "$out/bench.log" 2>&1
+    --mainloop gluon ${paired} "${vs[@]}" --repeats "$repeats" > "$out/bench.log" 2>&1
   echo "fa_bench rc=$? at ${SECONDS}s"; tail -13 "$out/bench.log" | cut -c1-200
   nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw,power.limit,enforced.power.limit --format=csv
   nvidia-smi -q -d PERFORMANCE > "$out/smi-performance.txt" 2>&1
