@@ -108,6 +108,10 @@ def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, argv, message):
 @pytest.mark.parametrize("argv, message", [
     (["bench", "micro", "--out", "r.jsonl"], "no GPUs found: xsim bench needs NVIDIA GPUs"),
     (["bench", "moe", "--out", "r.jsonl", "--target", "host"], "no GPUs found: xsim bench needs NVIDIA GPUs"),
+    (["bench", "fa-a2a", "--out", "r.jsonl", "--target", "host", "--mainloop", "gluon"],
+     "no GPUs found: xsim bench needs NVIDIA GPUs"),
+    (["bench", "moe", "--out", "r.jsonl", "--target", "host", "--mainloop", "gluon"],
+     "--mainloop is an fa-a2a option, not one of moe"),
 ])
 def test_bench_without_gpus_or_kernels_says_so(capsys, monkeypatch, argv, message):
     import hwkernels.launch

@@ -20,6 +20,9 @@ def add_parser(sub):
     p.add_argument("--suite", choices=("full", "quick", "newk"), default="full",
                    help="micro sweep: full (the calibration), quick (a smoke run), newk (validation "
                         "at producer counts the full suite never runs); default full")
+    p.add_argument("--mainloop", choices=("triton", "gluon"), default=None,
+                   help="fa-a2a: the attention kernel, hwkernels/fa_kernels.py's (triton, the default) or "
+                        "fa_gluon.py's warp-specialized one (gluon: the report's headline series since run 7)")
     return p
 
 
@@ -34,8 +37,13 @@ def run(args) -> int:
         raise ParamError(f"--nproc must be >= 1, got {args.nproc}")
     from xsim.fileio import check_output
 
+    extra = ["--suite", args.suite]
+    if args.mainloop is not None:
+        if args.experiment != "fa-a2a":
+            raise ParamError(f"--mainloop is an fa-a2a option, not one of {args.experiment}")
+        extra += ["--mainloop", args.mainloop]
     check_output(args.out, "records")  # records are appended there: a folder or a bad path fails now
     try:
-        return bench(args.experiment, args.nproc, args.out, ["--suite", args.suite], target=args.target)
+        return bench(args.experiment, args.nproc, args.out, extra, target=args.target)
     except (NoGPUError, ValueError) as exc:
         raise ParamError(str(exc)) from None
