@@ -161,6 +161,14 @@ def pace_stride(shape: FAShape, pace: int, spread: bool) -> int:
     return max(1, (shape.seq_len // shape.block_n) // pace) if spread else 1
 
 
+def destinations(mode: int, out, bufs: OwnerBuffers | None) -> tuple:
+    """(dst, remote, delta) a kernel of `mode` writes: FA-only `out` alone (its other pointer
+    arguments point there too, unused), else the owner buffers of `bufs`."""
+    if mode == MODE_LOCAL:
+        return out, out, None
+    return bufs.local, bufs.remote, bufs.delta
+
+
 def launch_fa(q, k, v, shape: FAShape, mode: int, out=None, bufs: OwnerBuffers | None = None,
               programs: int = 132, fence: str = "atomic", stamps=None, flags=None,
               num_warps: int = 8, num_stages: int = 3, tma: bool = False, pace: int = 0,
@@ -202,10 +210,7 @@ def launch_fa(q, k, v, shape: FAShape, mode: int, out=None, bufs: OwnerBuffers |
         raise ValueError(f'"qpf" must be one of {QPFS}, got {qpf!r}.')
     if fence not in FENCES:
         raise ValueError(f'"fence" must be one of {sorted(FENCES)}, got {fence!r}.')
-    if mode == MODE_LOCAL:
-        dst, remote, delta = out, out, None
-    else:
-        dst, remote, delta = bufs.local, bufs.remote, bufs.delta
+    dst, remote, delta = destinations(mode, out, bufs)
     if mode == MODE_CC and fence == "atomic" and flags is None:
         raise ValueError('the completion-coupled atomic fence needs "flags" (int32 [programs]).')
     if flags is None:

@@ -261,12 +261,11 @@ def main(argv=None) -> int:
                            lsum=args.lsum, qpf=args.qpf, qreg=bool(args.qreg),
                            mainloop=args.mainloop)
         gluon = args.mainloop == "gluon"
-        variants = ([v for v in args.variants.split(",") if v]
-                    or list(GLUON_VARIANTS if gluon else VARIANTS))
         known = GLUON_VARIANTS if gluon else VARIANTS
-        if [v for v in variants if v not in known]:
-            raise ValueError(f"variants {[v for v in variants if v not in known]} are not in "
-                             f"the {args.mainloop} mainloop's {known}")
+        variants = [v for v in args.variants.split(",") if v] or list(known)
+        unknown = [v for v in variants if v not in known]
+        if unknown:
+            raise ValueError(f"variants {unknown} are not in the {args.mainloop} mainloop's {known}")
         if gluon and (args.head_dim, args.block_m, args.block_n) != (128, 128, 128):
             raise ValueError("--mainloop gluon needs --head-dim 128 --block-m 128 --block-n 128")
     except ValueError as exc:

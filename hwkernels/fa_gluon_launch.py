@@ -75,10 +75,7 @@ def launch_gluon_fa(q, k, v, shape, mode: int, out=None, bufs=None, stamps=None,
         raise ValueError(f'the Gluon mainloop needs head_dim = block_m = block_n = 128, got '
                          f'{(shape.head_dim, shape.block_m, shape.block_n)}.')
     _check(q, k, v)
-    if mode == 0:
-        dst, remote, delta = out, out, None
-    else:
-        dst, remote, delta = bufs.local, bufs.remote, bufs.delta
+    dst, remote, delta = fa.destinations(mode, out, bufs)
     paced = {}
     if mode == 3:
         if stage is None or stage.numel() < min(programs, shape.n_tiles) * BM * D:

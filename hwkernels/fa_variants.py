@@ -10,8 +10,9 @@ it), "serial" (fa-only then a2a-store), "fused", "cc-asm" / "cc-atomic" (complet
 fence.sc.sys or a release atomic at system scope after each tile), "fused-paced" (fused with
 the producer's phase changed: a remote tile's stores spread over the program's next Q-loop in
 cfg.pace row chunks, tiles in cfg.pace_order), "sdpa-cudnn" (torch's cuDNN SDPA, local
-output). cfg.mainloop "gluon": the attention kernel is fa_gluon's (GLUON_VARIANTS only). Remote stores go to `slots` ring slots of the other owners' buffers (fresh addresses,
-see hwkernels.destination): launch i of a graph writes slot i % slots.
+output). cfg.mainloop "gluon": the attention kernel is fa_gluon's (GLUON_VARIANTS only). Remote
+stores go to `slots` ring slots of the other owners' buffers (fresh addresses, see
+hwkernels.destination): launch i of a graph writes slot i % slots.
 """
 
 from dataclasses import dataclass

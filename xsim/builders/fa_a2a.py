@@ -119,6 +119,12 @@ def size(params: dict, platform: Platform) -> tuple[int, float]:
     return tiles, params["replays"] * per_replay_us
 
 
+def _remote_first(shape: AttentionShape, pid: int) -> np.ndarray:
+    """bool per tile of CTA ``pid`` in the remote-first order (:func:`hwkernels.fa_layout.
+    remote_first_coords`): whether it is another owner's (the first n_tiles - n_tiles / N positions)."""
+    return shape.program_tiles(pid) < shape.n_tiles - shape.n_tiles // shape.sp
+
+
 def paced_stream(shape: AttentionShape, pid: int, qloop: QLoop, pace: int) -> tuple[np.ndarray, np.ndarray]:
     """(mainloop_us, bytes) of CTA ``pid``'s sub-tiles in one launch of the fused-paced kernel.
 
@@ -132,8 +138,7 @@ def paced_stream(shape: AttentionShape, pid: int, qloop: QLoop, pace: int) -> tu
     seg = np.diff(np.array([0] + [c + 1 for c in cuts] + [kv], dtype=float)) * sigma
     seg[0] += qloop.fixed_us
     chunk = shape.tile_bytes / pace
-    n_remote = shape.n_tiles - shape.n_tiles // shape.sp
-    remote = [i < n_remote for i in shape.program_tiles(pid)]         # remote-first positions
+    remote = list(_remote_first(shape, pid))
     mainloop, nbytes = [], []
     for prev in ([False] + remote)[:len(remote)]:   # tile j carries tile j - 1's chunks
         mainloop.extend(seg)
@@ -149,13 +154,12 @@ def _streams(params: dict, shape: AttentionShape, gap: float) -> list[tuple[np.n
     if params["variant"] == "fused-paced":
         return [paced_stream(shape, p, qloop_of(params), params["pace"]) for p in range(shape.programs)]
     out = []
-    n_remote = shape.n_tiles - shape.n_tiles // shape.sp
     for p in range(shape.programs):
         order = shape.program_tiles(p)      # positions in the kernel's order
         if params["variant"] == "fa-only":
             nbytes = np.zeros(len(order))
-        elif params["tile_order"] == "remote-first":   # position i < n_remote: another owner's tile
-            nbytes = np.where(order < n_remote, float(shape.tile_bytes), 0.0)
+        elif params["tile_order"] == "remote-first":
+            nbytes = np.where(_remote_first(shape, p), float(shape.tile_bytes), 0.0)
         else:
             nbytes = shape.remote_bytes[order]
         out.append((np.full(len(order), gap), nbytes))

@@ -137,8 +137,8 @@ def _fa_only_speed(s: Series) -> float:
 
 
 def _paced_series(series: list[Series], head: Series) -> Series:
-    """The series the fused-paced keys are read on: the headline if it measured fused-paced
-    (fa_gluon's mainloop has none), else the d = 128 series with the most fused-paced points;
+    """The series the fused-paced keys are read on: the headline if it measured fused-paced,
+    else the d = 128 series with the most fused-paced points (run 7's Gluon records had none);
     each series' paced residual is to its own FA-only."""
     def paced_points(s):
         return sum(math.isfinite(p.get("fused-paced")) for p in s.points)
@@ -149,7 +149,7 @@ def _paced_series(series: list[Series], head: Series) -> Series:
 
 def _headline(series: list[Series]) -> Series | None:
     """The series the headline numbers (and the targets) are read on: d = 128 first, then the
-    most points, then the fastest attention kernel (the lowest median T_FA / M^2, so that with
+    most points, then the fastest attention kernel (`_fa_only_speed`, so that with
     the Triton and the Gluon mainloop both measured the faster one is the tool's answer; the
     others stay in ``series``, each with its own summary)."""
     if not series:

@@ -74,9 +74,10 @@ class Point:
 
     @property
     def fused_clock_over_fa(self) -> float:
-        """The fused kernel's SM clock over FA-only's (their stamps): more than 2 % above 1 (the DVFS band) the fused
-        kernel ran faster clocked (a power cap lowers the clock of the busier kernel), so part of
-        E_res, or all of a negative one, is DVFS, not the link (NaN without both clocks)."""
+        """The fused kernel's SM clock over FA-only's (their stamps): more than 2 % (the DVFS band)
+        above 1, the fused kernel ran faster clocked (a power cap lowers the clock of the busier
+        kernel), so part of E_res, or all of a negative one, is DVFS, not the link (NaN without
+        both clocks)."""
         return self.clock_mhz.get("fused", math.nan) / self.clock_mhz.get("fa-only", math.nan)
 
     @property
