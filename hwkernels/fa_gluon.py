@@ -5,7 +5,9 @@ sm_90 on the CPU with its SASS facts: fa_gluon_sass; the epilogues: fa_gluon_epi
 MODE 0 FA-only, 1 fused, 2 completion-coupled, 3 fused-paced (a remote half tile staged in HBM,
 its 8 row chunks stored after KV steps 0, PSTRIDE, 2 PSTRIDE, ... of the warpgroup's next
 Q-loop, the rest at its end; tiles in ORDER 1, remote-first); fa_bench --mainloop gluon, runs 7
-and 8 in docs/fa-a2a.md. INSTR: consumer 0's per-tile stamps; STORE16: 16 B output stores
+and 8 in docs/fa-a2a.md. INSTR: consumer 0's per-tile stamps; CLK: consumer 0's SM cycles and
+nanoseconds from its first tile to its exit added to clock_ptr[0:2] (the timed run's own clock);
+STORE16: 16 B output stores
 (launch_gluon_fa, at 2 stages); gluon_fa is the explored FA-only launch (3 stages, 4 B stores).
 Persistent (grid = min(SMs, tiles)), tiles of b_m = 128 query rows in the shipped order
 (`fa_layout`: query block fastest), b_n = 128. Three partitions (gl.warp_specialize):
@@ -108,9 +110,9 @@ def _turn_pass(turn, w: gl.constexpr, PINGPONG: gl.constexpr):
 
 @gluon.jit
 def _consumer(bars, q_smem, k_smem, v_smem, out_ptr, remote_ptr, delta_ptr, stamps_ptr, stage_ptr,
-              qk_scale, seq, n_tiles, W: gl.constexpr, STAGES: gl.constexpr,
+              clock_ptr, qk_scale, seq, n_tiles, W: gl.constexpr, STAGES: gl.constexpr,
               OVERLAP: gl.constexpr, PINGPONG: gl.constexpr, MODE: gl.constexpr,
-              INSTR: gl.constexpr, DELTA: gl.constexpr, STORE16: gl.constexpr,
+              INSTR: gl.constexpr, CLK: gl.constexpr, DELTA: gl.constexpr, STORE16: gl.constexpr,
               RANK: gl.constexpr, HL: gl.constexpr, SP: gl.constexpr, ORDER: gl.constexpr,
               PSTRIDE: gl.constexpr):
     q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
@@ -134,6 +136,8 @@ def _consumer(bars, q_smem, k_smem, v_smem, out_ptr, remote_ptr, delta_ptr, stam
     c = 0
     it = 0
     nt = 0                                   # this consumer's turns taken (PINGPONG)
+    if CLK and W == 0:
+        ns0, clk0 = epi.timers()
     for t in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
         if INSTR and W == 0:
             epi.stamp(stamps_ptr, t, 0)
@@ -251,24 +255,28 @@ def _consumer(bars, q_smem, k_smem, v_smem, out_ptr, remote_ptr, delta_ptr, stam
         if pend != 0:
             for cc in range(8):
                 epi.store_chunk(stage_w, remote_ptr, pend_off, cc, crow, ccol, HL * SP)
+    if CLK and W == 0:
+        epi.clock_add(clock_ptr, ns0, clk0)
 
 
 @gluon.jit
 def _consumer1(bars, q_smem, k_smem, v_smem, out_ptr, remote_ptr, delta_ptr, stamps_ptr, stage_ptr,
-               qk_scale, seq, n_tiles, STAGES: gl.constexpr, OVERLAP: gl.constexpr,
+               clock_ptr, qk_scale, seq, n_tiles, STAGES: gl.constexpr, OVERLAP: gl.constexpr,
                PINGPONG: gl.constexpr, MODE: gl.constexpr, INSTR: gl.constexpr,
-               DELTA: gl.constexpr, STORE16: gl.constexpr, RANK: gl.constexpr, HL: gl.constexpr,
+               CLK: gl.constexpr, DELTA: gl.constexpr, STORE16: gl.constexpr,
+               RANK: gl.constexpr, HL: gl.constexpr,
                SP: gl.constexpr, ORDER: gl.constexpr, PSTRIDE: gl.constexpr):
     _consumer(bars, q_smem, k_smem, v_smem, out_ptr, remote_ptr, delta_ptr, stamps_ptr, stage_ptr,
-              qk_scale, seq, n_tiles, 1, STAGES, OVERLAP, PINGPONG, MODE, INSTR, DELTA, STORE16,
+              clock_ptr, qk_scale, seq, n_tiles, 1, STAGES, OVERLAP, PINGPONG, MODE, INSTR, CLK,
+              DELTA, STORE16,
               RANK, HL, SP, ORDER, PSTRIDE)
 
 
 @gluon.jit
 def gluon_fa_kernel(q_desc, k_desc, v_desc, out_ptr, remote_ptr, delta_ptr, stamps_ptr, stage_ptr,
-                    qk_scale, seq, n_tiles,
+                    clock_ptr, qk_scale, seq, n_tiles,
                     STAGES: gl.constexpr, OVERLAP: gl.constexpr, PINGPONG: gl.constexpr,
-                    MODE: gl.constexpr = 0, INSTR: gl.constexpr = False,
+                    MODE: gl.constexpr = 0, INSTR: gl.constexpr = False, CLK: gl.constexpr = False,
                     DELTA: gl.constexpr = False, STORE16: gl.constexpr = False,
                     RANK: gl.constexpr = 0, HL: gl.constexpr = 1, SP: gl.constexpr = 1,
                     ORDER: gl.constexpr = 0, PSTRIDE: gl.constexpr = 1):
@@ -300,11 +308,11 @@ def gluon_fa_kernel(q_desc, k_desc, v_desc, out_ptr, remote_ptr, delta_ptr, stam
     bars = (q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn)
     gl.warp_specialize([
         (_consumer, (bars, q_smem, k_smem, v_smem, out_ptr, remote_ptr, delta_ptr, stamps_ptr,
-                     stage_ptr, qk_scale, seq, n_tiles, 0, STAGES, OVERLAP, PINGPONG, MODE, INSTR,
-                     DELTA, STORE16, RANK, HL, SP, ORDER, PSTRIDE)),
+                     stage_ptr, clock_ptr, qk_scale, seq, n_tiles, 0, STAGES, OVERLAP, PINGPONG,
+                     MODE, INSTR, CLK, DELTA, STORE16, RANK, HL, SP, ORDER, PSTRIDE)),
         (_consumer1, (bars, q_smem, k_smem, v_smem, out_ptr, remote_ptr, delta_ptr, stamps_ptr,
-                      stage_ptr, qk_scale, seq, n_tiles, STAGES, OVERLAP, PINGPONG, MODE, INSTR,
-                      DELTA, STORE16, RANK, HL, SP, ORDER, PSTRIDE)),
+                      stage_ptr, clock_ptr, qk_scale, seq, n_tiles, STAGES, OVERLAP, PINGPONG, MODE,
+                      INSTR, CLK, DELTA, STORE16, RANK, HL, SP, ORDER, PSTRIDE)),
         (_producer, (q_desc, k_desc, v_desc, bars, q_smem, k_smem, v_smem, seq, n_tiles,
                      STAGES, ORDER, RANK, SP)),
     ], [4, 1], [240, 24])

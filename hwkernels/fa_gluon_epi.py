@@ -1,5 +1,6 @@
 """The Gluon attention forward's epilogue (fa_gluon): the tile order, a half tile to its owner,
-the paced row chunks, the completion-coupled fence, the per-tile stamps. The same contract as
+the paced row chunks, the completion-coupled fence, the per-tile stamps and the
+run clock (CLK). The same contract as
 fa_kernels' ORDER, MODE 1 / 2 / 3 and INSTR, written once more only because Gluon functions
 cannot call @triton.jit ones.
 
@@ -101,3 +102,23 @@ def stamp(stamps_ptr, t, slot: gl.constexpr):
     row = stamps_ptr + t.to(gl.int64) * 6
     gl.store(row + slot, ns)
     gl.store(row + 3 + slot, clk)
+
+
+@gluon.jit
+def timers():
+    """(%globaltimer ns, %clock64) of this thread, now."""
+    ns = gl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=gl.int64,
+                                   is_pure=False, pack=1)
+    clk = gl.inline_asm_elementwise("mov.u64 $0, %clock64;", "=l", [], dtype=gl.int64,
+                                    is_pure=False, pack=1)
+    return ns, clk
+
+
+@gluon.jit
+def clock_add(clock_ptr, ns0, clk0):
+    """CLK: add this warpgroup's SM cycles (word 0) and nanoseconds (word 1) since (ns0, clk0)
+    to the launch's sums; their ratio is the mean SM clock of the timed run itself
+    (fa_variants.Case.run_clock_mhz), whatever number of threads adds the same pair."""
+    ns1, clk1 = timers()
+    gl.atomic_add(clock_ptr, clk1 - clk0)
+    gl.atomic_add(clock_ptr + 1, ns1 - ns0)

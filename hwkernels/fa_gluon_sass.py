@@ -20,7 +20,7 @@ CANDIDATES = {      # name: (stages, overlap, pingpong, persistent)
 
 
 def compile_offline(stages=3, overlap=2, pingpong=0, mode=0, instr=False, delta=False,
-                    store16=False, rank=2, hl=8, sp=4, order=0, pstride=1):
+                    store16=False, rank=2, hl=8, sp=4, order=0, pstride=1, clk=False):
     """gluon_fa_kernel compiled for sm_90 on the CPU (no GPU): Triton's CompiledKernel."""
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
@@ -30,10 +30,10 @@ def compile_offline(stages=3, overlap=2, pingpong=0, mode=0, instr=False, delta=
     sig = dict(q_desc=f"tensordesc<bf16[64, 128],{lq!r}>", k_desc=f"tensordesc<bf16[128, 128],{lkv!r}>",
                v_desc=f"tensordesc<bf16[128, 128],{lkv!r}>", out_ptr="*bf16", remote_ptr="*bf16",
                delta_ptr="*i64" if delta else "*bf16", stamps_ptr="*i64" if instr else "*bf16",
-               stage_ptr="*bf16",
+               stage_ptr="*bf16", clock_ptr="*i64" if clk else "*bf16",
                qk_scale="fp32", seq="i32", n_tiles="i32")
     const = dict(STAGES=stages, OVERLAP=overlap, PINGPONG=pingpong, MODE=mode, INSTR=instr,
-                 DELTA=delta, STORE16=store16, RANK=rank, HL=hl, SP=sp, ORDER=order,
+                 CLK=clk, DELTA=delta, STORE16=store16, RANK=rank, HL=hl, SP=sp, ORDER=order,
                  PSTRIDE=pstride)
     sig.update({n: "constexpr" for n in const})
     attrs = {(names.index(n),): [["tt.divisibility", 16]]

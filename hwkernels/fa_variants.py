@@ -144,6 +144,7 @@ class Case:
                                       .view(torch.bfloat16).view(shape.sp - 1, *shape.owner_shape))
                          for s in range(slots)]
         self.flags = torch.zeros(max(programs, 1), dtype=torch.int32, device=dev)
+        self.clock = torch.zeros(2, dtype=torch.int64, device=dev)   # CLK sums (Gluon mainloop)
         self.stamps = torch.zeros((shape.n_tiles, fa.STAMP_WORDS), dtype=torch.int64, device=dev)
         self.stage = torch.empty(max(programs, 1) * shape.block_m * shape.head_dim,
                                  dtype=torch.bfloat16, device=dev)
@@ -190,7 +191,8 @@ class Case:
                              'spread, under a uniform branch, without PF.')
         self.compiled = fa_gluon_launch.launch_gluon_fa(
             self.q, self.k, self.v, self.shape, mode, out=self.out, bufs=self.bufs[slot],
-            stamps=stamps, programs=self.programs, stage=self.stage, order=c.pace_order)
+            stamps=stamps, programs=self.programs, stage=self.stage, order=c.pace_order,
+            clock=self.clock)
 
     def _fa_split(self):
         from . import fa_split
@@ -247,6 +249,13 @@ class Case:
             self._cudnn()
         else:
             raise ValueError(f'"variant" must be one of {VARIANTS}, got {variant!r}.')
+
+    def run_clock_mhz(self) -> float | None:
+        """The mean SM clock of the Gluon launches since the clock sums were last zeroed: every
+        program's consumer-0 cycles over its nanoseconds (CLK), so the clock of the timed runs
+        themselves, not of a separate stamped one (None: no Gluon launch ran, e.g. a2a-store)."""
+        cycles, ns = (int(x) for x in self.clock.tolist())
+        return 1e3 * cycles / ns if ns > 0 else None
 
     def ring(self, variant: str):
         """A function enqueuing `slots` launches of `variant`, launch i into slot i."""

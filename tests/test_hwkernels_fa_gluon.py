@@ -55,7 +55,7 @@ def test_matches_sdpa_on_the_gpu(name, m):
 @pytest.fixture(scope="module")
 def epilogues():
     """The fused / cc / instrumented / DELTA kernels as launch_gluon_fa runs them (2 stages, 16 B
-    stores), compiled for sm_90 on the CPU."""
+    stores, the run clock on), compiled for sm_90 on the CPU."""
     pytest.importorskip("triton.experimental.gluon")
     from hwkernels import fa_sass
 
@@ -64,7 +64,7 @@ def epilogues():
         for mode, instr, delta in ((0, False, False), (1, True, False), (2, True, True),
                                    (3, True, False)):
             k = fa_gluon_sass.compile_offline(2, 2, 0, mode, instr, delta, store16=True,
-                                              order=int(mode == 3), pstride=16)
+                                              order=int(mode == 3), pstride=16, clk=True)
             out[mode] = (fa_gluon_sass.inspect(k), fa_sass.sass_of(k.asm["cubin"]))
     except Exception as exc:  # noqa: BLE001 - no ptxas / no CUDA backend here
         pytest.skip(f"cannot compile Gluon for sm_90 here: {exc}")
@@ -81,6 +81,8 @@ def test_epilogues_store_16_bytes_per_thread_and_fit_shared_memory(epilogues):
         assert stores.count("STG.E.128") >= 16, (mode, stores)    # a 64 x 128 half tile, 16 B each
         assert "STG.E" not in stores and "STG.E.U16" not in stores, mode   # no 4 B or 2 B stores
     assert "MEMBAR.SC.SYS" in epilogues[2][1] and "MEMBAR.SC.SYS" not in epilogues[1][1]
+    for mode, (_, sass) in epilogues.items():   # CLK: the two 64-bit sums, once per program
+        assert len(re.findall(r"(?:RED|ATOMG?)\.E\.ADD\S*64", sass)) == 2, (mode, re.findall(r"(?:RED|ATOMG?)\S*", sass))
     # paced: the chunk code adds a handful of instructions to the Q-loop, not a second mainloop
     assert epilogues[3][0]["loop_instructions"] - epilogues[1][0]["loop_instructions"] < 20
 
@@ -109,6 +111,17 @@ def test_fa_bench_refuses_gluon_variants_it_does_not_run(capsys):
     assert fa_bench.main(["--out", "unused.jsonl", "--mainloop", "gluon", "--head-dim", "64"]) == 2
 
 
+def test_run_clock_is_cycles_over_nanoseconds():
+    torch = pytest.importorskip("torch")
+    from hwkernels.fa_variants import Case
+
+    case = object.__new__(Case)               # only the clock sums: no GPU, no inputs
+    case.clock = torch.tensor([3_300_000, 2_000_000], dtype=torch.int64)
+    assert case.run_clock_mhz() == pytest.approx(1650.0)
+    case.clock.zero_()
+    assert case.run_clock_mhz() is None       # nothing launched a Gluon kernel
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("m,sp,rank", [(1024, 4, 2), (2048, 2, 0), (4096, 4, 3)])
 def test_gluon_variants_on_the_gpu_receiver_side(m, sp, rank):
@@ -122,11 +135,17 @@ def test_gluon_variants_on_the_gpu_receiver_side(m, sp, rank):
     case = Case(shape, KernelConfig(mainloop="gluon"), host.cuda, 2, 132)
     for variant in [v for v in GLUON_VARIANTS if v != "fused-paced"]:   # paced: the test below
         case.poison(variant)
+        case.clock.zero_()
         for slot in range(case.slots):
             case.enqueue(variant, slot, instrument=variant in ("fa-only", "fused", "cc-asm"))
         torch.cuda.synchronize()
         ok, err = case.check(variant)
         assert ok, (m, variant, err)
+        mhz = case.run_clock_mhz()        # CLK: every Gluon launch adds its cycles and ns
+        if variant in ("fa-only", "serial", "fused", "cc-asm"):
+            assert 500 < mhz <= 2100, (variant, mhz)
+        else:
+            assert mhz is None, (variant, mhz)
         if variant in ("fused", "cc-asm"):
             t = case.tile_times()
             assert (t["issue_span_us"] >= 0).all() and (t["qloop_us"] > 0).all(), variant

@@ -260,3 +260,40 @@ def test_shipped_gluon_series_shows_the_power_capped_points(capsys):
     if not gluon:
         pytest.skip("no Gluon records shipped")
     assert {16384, 32768} <= set(gluon[0]["dvfs_seq_lens"]) and gluon[0]["fused_clock_over_fa_max"] > 1.05
+
+
+def test_residual_at_the_kernels_own_clock():
+    """E_res against FA-only at the fused kernel's SM clock: the timed runs' clock (CLK) wins
+    over the stamped run's, and the at-clock hiding takes the A2A store kernel as exposed time."""
+    p = Point(1024, None, {"fa-only": 100.0, "fused": 105.0, "a2a-store": 50.0, "serial": 140.0})
+    assert math.isnan(p.fa_at_clock_of("fused")) and math.isnan(p.fused_clock_over_fa)
+    p.clock_mhz = {"fa-only": 1500.0, "fused": 1650.0}
+    assert p.fa_at_clock_of("fused") == pytest.approx(100 * 1500 / 1650)
+    assert p.over_fa_at_clock("fused") == pytest.approx(105 / (100 * 1500 / 1650))
+    assert p.hiding_at_clock("fused") == pytest.approx(1 - (105 - 100 * 1500 / 1650) / 50)
+    p.run_clock_mhz = {"fused": 1500.0}                 # the timed runs ran at FA-only's clock
+    assert p.clock("fused") == 1500.0 and p.clock("fa-only") == 1500.0
+    assert p.fa_at_clock_of("fused") == pytest.approx(100.0)
+    assert p.fused_clock_over_fa == pytest.approx(1.0)
+
+
+def test_timed_run_clock_reaches_the_report(tmp_path, capsys):
+    import numpy as np
+
+    from xsim.stats import Stats
+    recs = generate(toy_host(), [1024, 2048, 4096])
+    for r in recs:
+        if r["kind"] in ("fa-only", "fused"):
+            mhz = 1500.0 if r["kind"] == "fa-only" else 1650.0
+            r["stats"]["run_clock_mhz"] = Stats.of(np.full(8, mhz)).to_dict()
+    path = tmp_path / "clk.jsonl"
+    write(recs, path)
+    prof = tmp_path / "toy.json"
+    save_profile(toy_host(), prof)
+    doc = _json(capsys, "report", "--experiment", "fa-a2a", "--records", str(path), "--platform", str(prof),
+                "--no-des", "--json")
+    s = doc["experiments"]["fa-a2a"]["series"][0]
+    assert s["clock_source"] == "timed runs" and s["fused_clock_over_fa_max"] == pytest.approx(1.1)
+    e = s["at_clock"]["fused_e_res_us"]
+    assert set(e) == {"1024", "2048", "4096"} and all(math.isfinite(v) for v in e.values())
+    assert "paced_e_res_us" not in s["at_clock"]          # no fused-paced records, no paced keys

@@ -118,7 +118,8 @@ def build(rs: RecordSet, platform: Platform, engine: str | None = None, cc_fence
                        fa_vs_cudnn_min=h["fa_vs_cudnn_min"],
                        fa_vs_cudnn_min_all_series=extreme([s.summary["fa_vs_cudnn_min"] for s in series
                                                            if s.summary["fa_vs_cudnn_min"] is not None], min),
-                       headline_series=dict(head.key))
+                       headline_series=dict(head.key),
+                       clock_source=h["clock_source"], at_clock=h["at_clock"])
         if engine:
             paced = ps["m_ub_star_predicted_by_model_paced"] or {}
             summary.update(m_ub_star_predicted_des=h["m_ub_star_predicted_by_model"]["des"],

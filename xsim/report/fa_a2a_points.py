@@ -42,6 +42,7 @@ class Point:
     floor_predicted_us: float = math.nan   # the models' issue floor: T_iss0 x remote waves
     pace: int = 0                       # fused-paced: the record's row chunks per tile
     clock_mhz: dict = field(default_factory=dict)   # stamped kind -> SM clock of its instrumented runs
+    run_clock_mhz: dict = field(default_factory=dict)   # kind -> median SM clock of its timed runs (CLK)
     where: list = field(default_factory=list)
 
     def get(self, kind: str) -> float:
@@ -72,13 +73,33 @@ class Point:
         exposed = self.get("serial") - self.get("fa-only")
         return 1.0 - (self.get("fused-paced") - self.get("fa-only")) / exposed if exposed > 0 else math.nan
 
+    def clock(self, kind: str) -> float:
+        """``kind``'s SM clock: of its timed runs where the records carry it (``run_clock_mhz``,
+        the Gluon kernel's CLK sums), else of its stamped run (NaN: neither)."""
+        return self.run_clock_mhz.get(kind, self.clock_mhz.get(kind, math.nan))
+
     @property
     def fused_clock_over_fa(self) -> float:
-        """The fused kernel's SM clock over FA-only's (their stamps): more than 2 % (the DVFS band)
-        above 1, the fused kernel ran faster clocked (a power cap lowers the clock of the busier
-        kernel), so part of E_res, or all of a negative one, is DVFS, not the link (NaN without
-        both clocks)."""
-        return self.clock_mhz.get("fused", math.nan) / self.clock_mhz.get("fa-only", math.nan)
+        """The fused kernel's SM clock over FA-only's: more than 2 % (the DVFS band) above 1, the
+        fused kernel ran faster clocked (a power cap lowers the clock of the busier kernel), so
+        part of E_res, or all of a negative one, is DVFS, not the link (NaN without both)."""
+        return self.clock("fused") / self.clock("fa-only")
+
+    def fa_at_clock_of(self, kind: str) -> float:
+        """FA-only's time at ``kind``'s SM clock, T_FA f_FA / f_kind: as if all of FA-only's time
+        scaled with the clock (its memory-bound part does not), so E_res against it is DVFS-free
+        to first order (NaN without both clocks)."""
+        return self.get("fa-only") * self.clock("fa-only") / self.clock(kind)
+
+    def over_fa_at_clock(self, kind: str) -> float:
+        """T_kind over FA-only at the same clock (:meth:`fa_at_clock_of`)."""
+        return self.get(kind) / self.fa_at_clock_of(kind)
+
+    def hiding_at_clock(self, kind: str) -> float:
+        """Eq. 21 at one clock: 1 - (T_kind - T_FA at its clock) / T_A2A, exposed time the A2A
+        store kernel's own (serial - FA-only carries both kernels' clock gap too)."""
+        a2a = self.get("a2a-store")
+        return 1.0 - (self.get(kind) - self.fa_at_clock_of(kind)) / a2a if a2a > 0 else math.nan
 
     @property
     def speedup(self) -> float:
@@ -137,6 +158,9 @@ def collect(rs: RecordSet, notes: list[str]) -> dict:
         mhz = r.data.get("platform", {}).get("sm_clock_mhz")
         if kind in STAMPED and mhz:
             point.clock_mhz[kind] = float(mhz)
+        run_mhz = r.stat("run_clock_mhz", "median")
+        if math.isfinite(run_mhz):
+            point.run_clock_mhz[kind] = run_mhz
         point.where.append(r.where)
         if r.kind == "fa-only":
             point.qloop_us = r.stat("qloop_us", "median")

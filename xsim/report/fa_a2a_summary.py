@@ -43,9 +43,11 @@ def _threshold(points: list[Point], residual, floor) -> float | None:
     return found
 
 
-def measured_threshold(points: list[Point], kind: str = "fused") -> float | None:
-    """The measured threshold; kind "fused-paced" takes that kernel's residual in place of fused's."""
-    return _threshold(points, lambda p: p.get(kind) - p.get("fa-only"), lambda p: p.floor_us)
+def measured_threshold(points: list[Point], kind: str = "fused", at_clock: bool = False) -> float | None:
+    """The measured threshold; kind "fused-paced" takes that kernel's residual in place of fused's;
+    ``at_clock``: the residual to FA-only at the kernel's own SM clock (Point.fa_at_clock_of)."""
+    fa = (lambda p: p.fa_at_clock_of(kind)) if at_clock else (lambda p: p.get("fa-only"))
+    return _threshold(points, lambda p: p.get(kind) - fa(p), lambda p: p.floor_us)
 
 
 def predicted_threshold(points: list[Point], model: str, kind: str = "fused") -> float | None:
@@ -105,9 +107,35 @@ def summarize_series(s: Series, models: list[str]) -> dict:
         "fused_over_cc_measured": extreme([p.get("fused") / p.get("cc") for p in pts], np.median),
         "fa_vs_cudnn_min": extreme([p.fa_vs_cudnn for p in pts], min) if s.key["head_dim"] == 128 else None,
         "fused_clock_over_fa_max": extreme([p.fused_clock_over_fa for p in pts], max),
+        "clock_source": _clock_source(pts),
+        "at_clock": _at_clock(pts, above),
         "dvfs_seq_lens": [p.seq_len for p in pts if abs(p.fused_clock_over_fa - 1) > DVFS_BAND],
         "errors": errors,               # MAPEs in percent, MAEs in us
     }
+
+
+def _clock_source(pts: list[Point]) -> str | None:
+    """Where the series' clocks come from: "timed runs" (CLK), "stamped runs", "mixed", None."""
+    timed = any(p.run_clock_mhz for p in pts)
+    stamped = any(p.clock_mhz and not p.run_clock_mhz for p in pts)
+    return {(True, False): "timed runs", (False, True): "stamped runs", (True, True): "mixed"}.get(
+        (timed, stamped))
+
+
+def _at_clock(pts: list[Point], above: list[Point]) -> dict | None:
+    """The fused and fused-paced keys against FA-only at each kernel's own SM clock: how much of
+    the ratio, the hiding and the threshold is DVFS (a diagnostic, not a target; None: no clocks)."""
+    if not any(math.isfinite(p.fused_clock_over_fa) for p in pts):
+        return None
+    out = {}
+    for kind, name in (("fused", "fused"), ("fused-paced", "paced")):
+        if not any(math.isfinite(p.get(kind)) for p in pts):
+            continue
+        out |= {f"{name}_over_fa_above_threshold": extreme([p.over_fa_at_clock(kind) for p in above], max),
+                f"{name}_hiding_min_above_threshold": extreme([p.hiding_at_clock(kind) for p in above], min),
+                f"m_ub_star_measured_{name}": measured_threshold(pts, kind, at_clock=True),
+                f"{name}_e_res_us": {p.seq_len: p.get(kind) - p.fa_at_clock_of(kind) for p in pts}}
+    return out
 
 
 def _check(value, op: str, bound: float) -> bool | None:
