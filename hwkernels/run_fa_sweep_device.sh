@@ -7,6 +7,8 @@
 #   process of their own, pytest-gpu-paced.txt: if they fail, the sweep runs without fused-paced),
 #   no A/B; the lines below describe the default (triton). FA_PAIRED=0: fa_bench without --paired
 #   (each variant's trials in a block of its own after its warm-up, run 5's method).
+#   FA_REPEAT_MS=8192,16384 (gluon): in the time left, the sweep again at those M into
+#   fa-a2a-repeat.jsonl / bench-repeat.log (the run-to-run spread within one call).
 # fa-a2a.jsonl/bench.log: every variant, M = 1K .. 64K, b_m = b_n = 128, 8 warps, 3 stages, TMA,
 #   fused-paced with 8 chunks, remote-first, uniform branch (run 3's pick, not re-picked), each
 #   chunk read one chunk step early (--pace-pf 1, asked for here: fa_bench's default is off, the
@@ -38,6 +40,12 @@ if [ "${FA_MAINLOOP:-triton}" = gluon ]; then
   timeout $(( total - SECONDS - 10 )) python3 -m hwkernels.fa_bench --out "$out/fa-a2a.jsonl" --target host \
     --mainloop gluon ${paired} "${vs[@]}" --repeats "$repeats" > "$out/bench.log" 2>&1
   echo "fa_bench rc=$? at ${SECONDS}s"; tail -13 "$out/bench.log" | cut -c1-200
+  if [ -n "${FA_REPEAT_MS:-}" ] && [ $(( total - SECONDS )) -gt 40 ]; then   # run-to-run spread
+    timeout $(( total - SECONDS - 10 )) python3 -m hwkernels.fa_bench --out "$out/fa-a2a-repeat.jsonl" \
+      --target host --mainloop gluon ${paired} "${vs[@]}" --repeats "$repeats" --seq-lens "$FA_REPEAT_MS" \
+      > "$out/bench-repeat.log" 2>&1
+    echo "fa_bench repeat rc=$? at ${SECONDS}s"; tail -13 "$out/bench-repeat.log" | cut -c1-200
+  fi
   nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw,power.limit,enforced.power.limit --format=csv
   nvidia-smi -q -d PERFORMANCE > "$out/smi-performance.txt" 2>&1
   exit 0
