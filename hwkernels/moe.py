@@ -138,6 +138,7 @@ class FusedMoE:
             raise ValueError("destination buffers must be 16-byte aligned relative to out.")
         self.dest_delta = torch.tensor([d // 2 for d in deltas], dtype=torch.int64, device=dev)
         self.sm = torch.full((max(self.n_streams, 1),), -1, dtype=i32, device=dev)
+        self.clock = torch.zeros(2, dtype=torch.int64, device=dev)   # CLK sums (cycles, ns)
         self.ready_count = int(table.l1_nblocks) if ready else 0
         self.resources = {}
         self._checked = interpreting()
@@ -148,7 +149,7 @@ class FusedMoE:
         pos = (self.data.x, self.data.w1, self.data.w2, self.act, self.out, self.row_token,
                self.row_slot, self.row_weight, self.mb_row0, self.mb_rend, self.l2_full,
                self.tiles, self.dest_delta, self.offsets, self.data.scales, self.err, self.stamps, self.sm,
-               c.max_spins, self.act.shape[0], *self._host_descs())
+               self.clock, c.max_spins, self.act.shape[0], *self._host_descs())
         kw = dict(H=s.hidden, I=s.intermediate, E=s.experts // s.ep, TOPK=s.topk,
                   T_LOCAL=s.tokens, EP=s.ep,
                   BM=s.block_m, BN1=s.block_n1, BN2=s.block_n2, BK1=c.block_k, BK2=bk2,
@@ -157,7 +158,7 @@ class FusedMoE:
                   ACC_K1=c.acc_k1 if self.data.precision == "fp8" else 0,
                   ACC_K2=c.acc_k2 if self.data.precision == "fp8" else 0,
                   NS1=c.num_stages, NS2=c.stages2, POLL=0 if interpreting() else c.poll,
-                  HOST_DESC=c.host_desc, INTERPRET=interpreting())
+                  HOST_DESC=c.host_desc, INTERPRET=interpreting(), CLK=not interpreting())
         if not interpreting():
             kw.update(num_warps=c.num_warps, num_stages=c.num_stages)
             if c.maxnreg is not None:
@@ -198,9 +199,10 @@ class FusedMoE:
         self._checked = True
 
     def prepare(self):
-        """Reset the counters and the error flag (enqueued, no sync)."""
+        """Reset the counters, the error flag and the clock sums (enqueued, no sync)."""
         self.l2_full.fill_(self.ready_count)
         self.err.zero_()
+        self.clock.zero_()
 
     def enqueue(self):
         """Enqueue one kernel run (no sync); the first call checks co-residency."""
@@ -230,6 +232,12 @@ class FusedMoE:
 
     def stamp_array(self) -> np.ndarray:
         return self.stamps[: self.n_tiles].cpu().numpy()
+
+    def run_clock_mhz(self) -> float | None:
+        """The mean SM clock of the launches since the last prepare(): every program's cycles
+        over its nanoseconds (the kernel's CLK sums; None under the interpreter)."""
+        cycles, ns = (int(x) for x in self.clock.tolist())
+        return 1e3 * cycles / ns if ns > 0 else None
 
     def distinct_sms(self) -> bool:
         """True when every program ran on its own SM (needs stamps on)."""

@@ -19,6 +19,9 @@ nblock) as in MOE_CONTRACT.md. Pointers (R routed rows, M m-blocks, E local expe
     err_ptr      [2] int32                      err[0] = 1 on a wait timeout, err[1] = tile + 1
     stamp_ptr    [n, 6] int64                   STAMPS only, %globaltimer ns (see below)
     sm_ptr       [S] int32                      STAMPS only, %smid of each program
+    clock_ptr    [2] int64                      CLK only: every program adds its SM cycles
+                                                (%clock64) and ns (%globaltimer) from start to
+                                                exit; their ratio is the launch's mean SM clock
 
 Dispatch on one GPU is fused into Linear-1's A loads: an L1 tile gathers the token rows of
 its m-block (x[row_token[r]]) straight from x, so no dispatch buffer exists. With N > 1 the
@@ -78,6 +81,16 @@ def _now(on: tl.constexpr):
     else:
         t = tl.zeros((), dtype=tl.int64)
     return t
+
+
+@triton.jit
+def _cycles(on: tl.constexpr):
+    if on:
+        c = tl.inline_asm_elementwise("mov.u64 $0, %clock64;", "=l", [], dtype=tl.int64,
+                                      is_pure=False, pack=1)
+    else:
+        c = tl.zeros((), dtype=tl.int64)
+    return c
 
 
 @triton.jit
@@ -280,15 +293,18 @@ def _tile(tiles_ptr, mb_row0_ptr, mb_rend_ptr, t, end):
 def moe_fused_kernel(x_ptr, w1_ptr, w2_ptr, act_ptr, out_ptr, row_token_ptr, row_slot_ptr,
                      row_weight_ptr, mb_row0_ptr, mb_rend_ptr, l2_full_ptr, tiles_ptr,
                      dest_delta_ptr, offsets_ptr, scale_ptr, err_ptr, stamp_ptr, sm_ptr,
-                     max_spins, n_rows, w1_hd, w2_hd, act_hd,
+                     clock_ptr, max_spins, n_rows, w1_hd, w2_hd, act_hd,
                      H: tl.constexpr, I: tl.constexpr, E: tl.constexpr, TOPK: tl.constexpr,
                      T_LOCAL: tl.constexpr, EP: tl.constexpr, BM: tl.constexpr,
                      BN1: tl.constexpr, BN2: tl.constexpr, BK1: tl.constexpr,
                      BK2: tl.constexpr, FP8: tl.constexpr, SIGNAL: tl.constexpr,
                      STAMPS: tl.constexpr, TMA: tl.constexpr, ACC_K1: tl.constexpr,
                      ACC_K2: tl.constexpr, NS1: tl.constexpr, NS2: tl.constexpr,
-                     POLL: tl.constexpr, HOST_DESC: tl.constexpr, INTERPRET: tl.constexpr):
+                     POLL: tl.constexpr, HOST_DESC: tl.constexpr, INTERPRET: tl.constexpr,
+                     CLK: tl.constexpr = False):
     s = tl.program_id(0)
+    ns0 = _now(CLK)
+    clk0 = _cycles(CLK)
     if STAMPS:
         tl.store(sm_ptr + s, _smid(STAMPS))
     if TMA and HOST_DESC:     # descriptors made on the host, passed as kernel arguments
@@ -340,3 +356,6 @@ def moe_fused_kernel(x_ptr, w1_ptr, w2_ptr, act_ptr, out_ptr, row_token_ptr, row
         kind, e, mb, nb, row0, rend = nkind, ne, nmb, nnb, nrow0, nrend
         if stop != 0:
             t = end
+    if CLK:
+        tl.atomic_add(clock_ptr, _cycles(CLK) - clk0)
+        tl.atomic_add(clock_ptr + 1, _now(CLK) - ns0)

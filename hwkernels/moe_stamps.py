@@ -73,7 +73,8 @@ FUSED_RECORD_STATS = {
 def kernel_samples(fused, kernel_us: float) -> dict:
     """One stamped run of the fused kernel (``moe.FusedMoE``) as the runner's named samples: the
     kernel time, the Combine spans (= the eq. 15 stalls at S = 0), each kind's waits, mainloops,
-    epilogues and gaps, L1's store and release, and the time outside every tile."""
+    epilogues and gaps, L1's store and release, the time outside every tile, and (on the GPU)
+    the launch's own mean SM clock (the kernel's CLK sums)."""
     t = tile_times(fused.stamp_array(), fused.tiles.cpu().numpy(), fused.offsets.cpu().numpy())
     span = t.of(1, "store_us")
     return {"kernel_us": kernel_us, "span_us": span, "stall_us": span,
@@ -82,4 +83,5 @@ def kernel_samples(fused, kernel_us: float) -> dict:
             "l1_wait_us": t.of(0, "wait_us"), "l1_store_us": t.of(0, "store_us"),
             "l1_epilogue_us": t.of(0, "epilogue_us"), "l2_epilogue_us": t.of(1, "epilogue_us"),
             "l1_gap_us": t.of(0, "gap_us"), "l2_gap_us": t.of(1, "gap_us"),
-            "outside_us": kernel_us - t.tiles_span_us}
+            "outside_us": kernel_us - t.tiles_span_us,
+            **({"run_clock_mhz": mhz} if (mhz := fused.run_clock_mhz()) is not None else {})}

@@ -171,3 +171,14 @@ def test_ep2_combine_writes_each_token_to_its_source_rank():
         assert ok, (r, err)
         assert torch.isnan(outs[r][~routed].float()).all()  # other ranks' experts: untouched
     assert torch.isnan(buf[:, shape.tokens:].float()).all()
+
+
+def test_run_clock_is_none_under_the_interpreter_and_cycles_over_ns_otherwise():
+    torch = pytest.importorskip("torch")
+    from hwkernels.moe import FusedMoE
+
+    fused = object.__new__(FusedMoE)              # only the clock sums
+    fused.clock = torch.tensor([0, 0], dtype=torch.int64)
+    assert fused.run_clock_mhz() is None          # CLK is off under the interpreter
+    fused.clock = torch.tensor([1_700_000, 1_000_000], dtype=torch.int64)
+    assert fused.run_clock_mhz() == pytest.approx(1700.0)
