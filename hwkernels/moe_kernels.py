@@ -74,23 +74,23 @@ import triton
 import triton.language as tl
 
 @triton.jit
-def _now(on: tl.constexpr):
+def _sreg64(asm: tl.constexpr, on: tl.constexpr):
+    """A 64-bit special register read by ``asm`` (0 when off: the interpreter has none)."""
     if on:
-        t = tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64,
-                                      is_pure=False, pack=1)
+        v = tl.inline_asm_elementwise(asm, "=l", [], dtype=tl.int64, is_pure=False, pack=1)
     else:
-        t = tl.zeros((), dtype=tl.int64)
-    return t
+        v = tl.zeros((), dtype=tl.int64)
+    return v
+
+
+@triton.jit
+def _now(on: tl.constexpr):
+    return _sreg64("mov.u64 $0, %globaltimer;", on)
 
 
 @triton.jit
 def _cycles(on: tl.constexpr):
-    if on:
-        c = tl.inline_asm_elementwise("mov.u64 $0, %clock64;", "=l", [], dtype=tl.int64,
-                                      is_pure=False, pack=1)
-    else:
-        c = tl.zeros((), dtype=tl.int64)
-    return c
+    return _sreg64("mov.u64 $0, %clock64;", on)
 
 
 @triton.jit
