@@ -10,7 +10,8 @@ fa_variants.VARIANTS runs on the same shape; timing as the paper does: CUDA even
 CUDA-graph replay of `slots` back-to-back launches (launch i into ring slot i, fresh
 addresses), one synchronization after the replay, per-launch time kept; poison before and a
 receiver-side check after every run (harness.measure), warm-up runs checked and dropped.
-fused, cc and fa-only also run once instrumented per trial (per-tile store span, Q-loop time).
+fused, cc and fa-only also run once instrumented per trial (per-tile store span, Q-loop time, and
+the Q-loops' p10-p90 width over their mean between the programs of a wave: fa_waves.wave_stats).
 Records: experiment "fa-a2a", FA_CONTRACT.md. A short table is printed last.
 --target peer (N >= 2 ranks, fa_dist.py; never run on GPUs so far, tested on the CPU): sp = N
 (--sp is ignored), rank r computes its H/N heads and stores each tile into its owner's
@@ -30,6 +31,7 @@ from .fa import FAShape
 from .fa_tables import rows_from_records, table, tile_table
 from .fa_variants import (GLUON_VARIANTS, INSTRUMENTED, MAINLOOPS, VARIANTS, Case, KernelConfig,
                           record_kind)
+from .fa_waves import wave_stats
 from .platform_info import smi_sm_clock_mhz
 from .ranks import SOLO
 
@@ -167,6 +169,8 @@ def prepare_variant(case: Case, variant: str, instrument: bool = True):
                 case.enqueue(variant, 0, instrument=True)
                 torch.cuda.synchronize()
                 result.update({k: v for k, v in case.tile_times().items() if k != "gap_us"})
+                w = wave_stats(case.stamps.cpu().numpy(), min(case.programs, case.shape.n_tiles))
+                result["qloop_wave_spread"] = w["wave_p90_over_mean"] - w["wave_p10_over_mean"]
         except Exception as e:  # noqa: BLE001 (N > 1: every rank raises it, none waits)
             if rk.world == 1:
                 raise

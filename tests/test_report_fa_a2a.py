@@ -297,3 +297,28 @@ def test_timed_run_clock_reaches_the_report(tmp_path, capsys):
     e = s["at_clock"]["fused_e_res_us"]
     assert set(e) == {"1024", "2048", "4096"} and all(math.isfinite(v) for v in e.values())
     assert "paced_e_res_us" not in s["at_clock"]          # no fused-paced records, no paced keys
+
+
+def test_within_wave_spread_gives_the_des_at_one_clock(tmp_path, capsys):
+    """FA-only records with the within-wave Q-loop spread: the report also runs the DES with it
+    and compares both DES residuals with E_res at one clock (at_clock)."""
+    import numpy as np
+
+    from xsim.stats import Stats
+
+    recs = generate(toy_host(), [1024, 2048])
+    for r in recs:
+        mhz = {"fa-only": 1500.0, "fused": 1650.0, "cc": 1650.0}.get(r["kind"])
+        if mhz:
+            r["stats"]["run_clock_mhz"] = Stats.of(np.full(8, mhz)).to_dict()
+        if r["kind"] == "fa-only":
+            r["stats"]["qloop_wave_spread"] = Stats.of(np.full(8, 0.005)).to_dict()
+    path, prof = tmp_path / "w.jsonl", tmp_path / "toy.json"
+    write(recs, path)
+    save_profile(toy_host(), prof)
+    doc = _json(capsys, "report", "--experiment", "fa-a2a", "--records", str(path), "--platform", str(prof),
+                "--json")
+    ac = doc["experiments"]["fa-a2a"]["series"][0]["at_clock"]
+    assert set(ac["des_wave_e_res_us"]) == {"1024", "2048"}
+    assert set(ac["e_res_mae_us"]) == {"des", "des-wave"} and all(v >= 0 for v in ac["e_res_mae_us"].values())
+    assert all(0 <= v < 100 for v in ac["fused_time_mape_at_fa_clock"].values())

@@ -14,7 +14,7 @@ The thresholds, the models' errors and the targets per series: :mod:`xsim.report
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from calibration.records import RecordSet
 from xsim.attention.predict import paced_residual_us, predict
@@ -66,10 +66,14 @@ def predict_point(p: Point, qloop: QLoop, platform: Platform, destination: str, 
                                   "paced_us": t_fa + paced_residual_us(p.shape, qloop, platform, p.pace, destination)
                                   if p.pace else math.nan}
     if engine is not None:
-        des = _des_residuals(p, qloop, platform, destination, engine, cc_fence)
-        p.predicted["des"] = {"e_res_us": des["fused"], "e_cc_us": des["cc"],
-                              "fused_us": t_fa + des["fused"], "cc_us": t_fa + des["cc"],
-                              "paced_us": t_fa + des.get("fused-paced", math.nan)}
+        spreads = {"des": qloop}   # des-wave: the spread between one wave's programs (at_clock only)
+        if math.isfinite(p.qloop_wave_cv):
+            spreads["des-wave"] = replace(qloop, cv=p.qloop_wave_cv)
+        for model, q in spreads.items():
+            des = _des_residuals(p, q, platform, destination, engine, cc_fence)
+            p.predicted[model] = {"e_res_us": des["fused"], "e_cc_us": des["cc"],
+                                  "fused_us": t_fa + des["fused"], "cc_us": t_fa + des["cc"],
+                                  "paced_us": t_fa + des.get("fused-paced", math.nan)}
     per_tile = p.issue_span_us
     p.floor_us = cf.remote_waves * (per_tile if math.isfinite(per_tile) else cf.t_iss0_us)
     p.floor_predicted_us = cf.remote_waves * cf.t_iss0_us

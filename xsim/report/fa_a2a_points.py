@@ -18,7 +18,7 @@ from xsim.attention.predict import FaA2aPrediction
 from xsim.attention.qloop import QLoop
 from xsim.attention.shape import AttentionShape
 from xsim.builders import fa_a2a as builder
-from xsim.spread import spread_cv
+from xsim.spread import P10_P90_SIGMAS, spread_cv
 
 KINDS = ("fa-only", "sdpa-cudnn", "a2a-store", "a2a-ce", "serial", "fused", "fused-paced", "cc")
 STAMPED = ("fa-only", "fused", "fused-paced", "cc")   # the kinds whose SM clock their own stamps measured
@@ -35,6 +35,7 @@ class Point:
     measured: dict                      # kind -> median kernel_us
     qloop_us: float = math.nan          # FA-only median per-tile Q-loop time
     qloop_cv: float = math.nan          # FA-only per-tile Q-loop spread (coefficient of variation)
+    qloop_wave_cv: float = math.nan     # the same between the programs of one wave (records since run 10)
     issue_span_us: float = math.nan     # fused median per-tile issue span
     closed_form: FaA2aPrediction | None = None
     predicted: dict = field(default_factory=dict)   # model -> {"fused_us", "cc_us", "e_res_us", "e_cc_us"}
@@ -90,6 +91,11 @@ class Point:
         scaled with the clock (its memory-bound part does not), so E_res against it is DVFS-free
         to first order (NaN without both clocks)."""
         return self.get("fa-only") * self.clock("fa-only") / self.clock(kind)
+
+    def at_fa_clock(self, kind: str) -> float:
+        """``kind``'s time at FA-only's SM clock, T_kind f_kind / f_FA: what a model without DVFS,
+        whose Q-loop is FA-only's, predicts for it (NaN without both clocks)."""
+        return self.get(kind) * self.clock(kind) / self.clock("fa-only")
 
     def over_fa_at_clock(self, kind: str) -> float:
         """T_kind over FA-only at the same clock (:meth:`fa_at_clock_of`)."""
@@ -165,6 +171,7 @@ def collect(rs: RecordSet, notes: list[str]) -> dict:
         if r.kind == "fa-only":
             point.qloop_us = r.stat("qloop_us", "median")
             point.qloop_cv = spread_cv(r.stat("qloop_us", "p10"), r.stat("qloop_us", "p90"), r.stat("qloop_us", "mean"))
+            point.qloop_wave_cv = r.stat("qloop_wave_spread", "median") / P10_P90_SIGMAS
         if r.kind == "fused-paced":
             if r.params.get("pace_spread", True) and r.params.get("tile_order", "remote-first") == "remote-first":
                 point.pace = int(r.params.get("pace_chunks", builder.PARAMS["pace"].default))

@@ -124,7 +124,10 @@ def _clock_source(pts: list[Point]) -> str | None:
 
 def _at_clock(pts: list[Point], above: list[Point]) -> dict | None:
     """The fused and fused-paced keys against FA-only at each kernel's own SM clock: how much of
-    the ratio, the hiding and the threshold is DVFS (a diagnostic, not a target; None: no clocks)."""
+    the ratio, the hiding and the threshold is DVFS (a diagnostic, not a target; None: no clocks).
+    Where the records carry the within-wave Q-loop spread, also the DES run with it ("des-wave")
+    beside the report's DES: each one's E_res against the measured one at one clock, and the fused
+    time at FA-only's clock (the clock both models predict at)."""
     if not any(math.isfinite(p.fused_clock_over_fa) for p in pts):
         return None
     out = {}
@@ -135,6 +138,15 @@ def _at_clock(pts: list[Point], above: list[Point]) -> dict | None:
                 f"{name}_hiding_min_above_threshold": extreme([p.hiding_at_clock(kind) for p in above], min),
                 f"m_ub_star_measured_{name}": measured_threshold(pts, kind, at_clock=True),
                 f"{name}_e_res_us": {p.seq_len: p.get(kind) - p.fa_at_clock_of(kind) for p in pts}}
+    have = [p for p in pts if "des-wave" in p.predicted]
+    if have:   # the DES at FA-only's clock: with the launch-wide and with the within-wave spread
+        out["des_wave_e_res_us"] = {p.seq_len: p.predicted["des-wave"]["e_res_us"] for p in have}
+        out["e_res_mae_us"] = {m: _mae([p.predicted[m]["e_res_us"] for p in have],
+                                       [p.get("fused") - p.fa_at_clock_of("fused") for p in have])
+                               for m in ("des", "des-wave")}
+        out["fused_time_mape_at_fa_clock"] = {
+            m: mape_percent([p.predicted[m]["fused_us"] for p in have], [p.at_fa_clock("fused") for p in have])
+            for m in ("des", "des-wave")}
     return out
 
 
