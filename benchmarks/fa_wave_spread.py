@@ -7,7 +7,8 @@ the spread between the programs of one wave; ``hwkernels/fa_waves.py`` measured 
 ``55b6251``, ``calibration/records/logs/h200-pcie-host-fa-a2a/waves-55b6251/``: FA-only, fused and
 fused-paced at M = 4K..64K, 3 stamped ring launches each, every slot checked).
 
-Per M of the headline (Gluon) series of the shipped records (run 9), this prints: the measured
+Per M of the headline (Gluon) series of the shipped records (run 10 since ``bb18218``, whose records
+carry the within-wave spread too: the report's ``at_clock`` ``des-wave`` keys use those), this prints: the measured
 E_res (T_fused - T_FA, each at its own clock), E_res at one clock (T_fused - T_FA f_FA / f_fused,
 the timed runs' clocks: Point.fa_at_clock_of), and the DES's E_res with the report's launch-wide
 spread and with FA-only's within-wave spread at that M (and the same three for fused-paced) (the median of its launches; the nearest
