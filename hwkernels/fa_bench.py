@@ -100,6 +100,9 @@ def parse_args(argv=None):
                     help="the attention kernel: fa_kernels' (triton) or fa_gluon's warp-specialized "
                          "one (gluon: b_m = b_n = d = 128, 2 stages; the Triton options above "
                          "do not apply; variants default to GLUON_VARIANTS)")
+    ap.add_argument("--stagger-us", type=float, default=0.0,
+                    help="gluon fused and cc: program p starts stagger * p / K us late in every "
+                         "launch (staggered phases; records of the run carry params.stagger_us)")
     ap.add_argument("--variants", default="", help="comma-separated (default: every variant of "
                     "the mainloop)")
     ap.add_argument("--table-from", default="", metavar="RECORDS.jsonl",
@@ -215,6 +218,8 @@ def params_of(case: Case, variant: str, replays: int, graph: bool, target: str) 
                  gluon_store16=True)
     if variant.startswith("cc-"):
         p["fence"] = variant[3:]
+    if c.stagger_us:   # the run's stagger (fused and cc run it; the other variants do not)
+        p["stagger_us"] = c.stagger_us
     if variant == "fused-paced":
         p.update(pace_chunks=c.pace, pace_spread=c.pace_spread, tile_order=c.pace_order,
                  pace_branch=c.pace_branch, pace_pf=c.pf,
@@ -267,7 +272,7 @@ def main(argv=None) -> int:
                            pace_pf=bool(args.pace_pf),
                            swp=args.swp, emu=args.emu, early=args.early, split=args.split,
                            lsum=args.lsum, qpf=args.qpf, qreg=bool(args.qreg),
-                           mainloop=args.mainloop)
+                           mainloop=args.mainloop, stagger_us=args.stagger_us)
         gluon = args.mainloop == "gluon"
         known = GLUON_VARIANTS if gluon else VARIANTS
         variants = [v for v in args.variants.split(",") if v] or list(known)

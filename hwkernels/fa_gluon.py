@@ -7,6 +7,7 @@ its 8 row chunks stored after KV steps 0, PSTRIDE, 2 PSTRIDE, ... of the warpgro
 Q-loop, the rest at its end; tiles in ORDER 1, remote-first); fa_bench --mainloop gluon, runs 7
 and 8 in docs/fa-a2a.md. INSTR: consumer 0's per-tile stamps; CLK: consumer 0's SM cycles and
 nanoseconds from its first tile to its exit added to clock_ptr[0:2] (the timed run's own clock);
+STAGGER_NS: program p's consumers start STAGGER_NS * p / programs late (staggered phases);
 STORE16: 16 B output stores
 (launch_gluon_fa, at 2 stages); gluon_fa is the explored FA-only launch (3 stages, 4 B stores).
 Persistent (grid = min(SMs, tiles)), tiles of b_m = 128 query rows in the shipped order
@@ -112,7 +113,8 @@ def _turn_pass(turn, w: gl.constexpr, PINGPONG: gl.constexpr):
 def _consumer(bars, q_smem, k_smem, v_smem, out_ptr, remote_ptr, delta_ptr, stamps_ptr, stage_ptr,
               clock_ptr, qk_scale, seq, n_tiles, W: gl.constexpr, STAGES: gl.constexpr,
               OVERLAP: gl.constexpr, PINGPONG: gl.constexpr, MODE: gl.constexpr,
-              INSTR: gl.constexpr, CLK: gl.constexpr, DELTA: gl.constexpr, STORE16: gl.constexpr,
+              INSTR: gl.constexpr, CLK: gl.constexpr, STAGGER_NS: gl.constexpr,
+              DELTA: gl.constexpr, STORE16: gl.constexpr,
               RANK: gl.constexpr, HL: gl.constexpr, SP: gl.constexpr, ORDER: gl.constexpr,
               PSTRIDE: gl.constexpr):
     q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
@@ -136,6 +138,12 @@ def _consumer(bars, q_smem, k_smem, v_smem, out_ptr, remote_ptr, delta_ptr, stam
     c = 0
     it = 0
     nt = 0                                   # this consumer's turns taken (PINGPONG)
+    if STAGGER_NS > 0:                       # program p begins STAGGER_NS * p / programs late
+        t0, _c = epi.timers()
+        until = t0 + (gl.program_id(0).to(gl.int64) * STAGGER_NS) // gl.num_programs(0)
+        now = t0
+        while now < until:
+            now, _c = epi.timers()
     if CLK and W == 0:
         ns0, clk0 = epi.timers()
     for t in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
@@ -263,12 +271,12 @@ def _consumer(bars, q_smem, k_smem, v_smem, out_ptr, remote_ptr, delta_ptr, stam
 def _consumer1(bars, q_smem, k_smem, v_smem, out_ptr, remote_ptr, delta_ptr, stamps_ptr, stage_ptr,
                clock_ptr, qk_scale, seq, n_tiles, STAGES: gl.constexpr, OVERLAP: gl.constexpr,
                PINGPONG: gl.constexpr, MODE: gl.constexpr, INSTR: gl.constexpr,
-               CLK: gl.constexpr, DELTA: gl.constexpr, STORE16: gl.constexpr,
-               RANK: gl.constexpr, HL: gl.constexpr,
+               CLK: gl.constexpr, STAGGER_NS: gl.constexpr, DELTA: gl.constexpr,
+               STORE16: gl.constexpr, RANK: gl.constexpr, HL: gl.constexpr,
                SP: gl.constexpr, ORDER: gl.constexpr, PSTRIDE: gl.constexpr):
     _consumer(bars, q_smem, k_smem, v_smem, out_ptr, remote_ptr, delta_ptr, stamps_ptr, stage_ptr,
               clock_ptr, qk_scale, seq, n_tiles, 1, STAGES, OVERLAP, PINGPONG, MODE, INSTR, CLK,
-              DELTA, STORE16,
+              STAGGER_NS, DELTA, STORE16,
               RANK, HL, SP, ORDER, PSTRIDE)
 
 
@@ -277,6 +285,7 @@ def gluon_fa_kernel(q_desc, k_desc, v_desc, out_ptr, remote_ptr, delta_ptr, stam
                     clock_ptr, qk_scale, seq, n_tiles,
                     STAGES: gl.constexpr, OVERLAP: gl.constexpr, PINGPONG: gl.constexpr,
                     MODE: gl.constexpr = 0, INSTR: gl.constexpr = False, CLK: gl.constexpr = False,
+                    STAGGER_NS: gl.constexpr = 0,
                     DELTA: gl.constexpr = False, STORE16: gl.constexpr = False,
                     RANK: gl.constexpr = 0, HL: gl.constexpr = 1, SP: gl.constexpr = 1,
                     ORDER: gl.constexpr = 0, PSTRIDE: gl.constexpr = 1):
@@ -309,10 +318,10 @@ def gluon_fa_kernel(q_desc, k_desc, v_desc, out_ptr, remote_ptr, delta_ptr, stam
     gl.warp_specialize([
         (_consumer, (bars, q_smem, k_smem, v_smem, out_ptr, remote_ptr, delta_ptr, stamps_ptr,
                      stage_ptr, clock_ptr, qk_scale, seq, n_tiles, 0, STAGES, OVERLAP, PINGPONG,
-                     MODE, INSTR, CLK, DELTA, STORE16, RANK, HL, SP, ORDER, PSTRIDE)),
+                     MODE, INSTR, CLK, STAGGER_NS, DELTA, STORE16, RANK, HL, SP, ORDER, PSTRIDE)),
         (_consumer1, (bars, q_smem, k_smem, v_smem, out_ptr, remote_ptr, delta_ptr, stamps_ptr,
                       stage_ptr, clock_ptr, qk_scale, seq, n_tiles, STAGES, OVERLAP, PINGPONG, MODE,
-                      INSTR, CLK, DELTA, STORE16, RANK, HL, SP, ORDER, PSTRIDE)),
+                      INSTR, CLK, STAGGER_NS, DELTA, STORE16, RANK, HL, SP, ORDER, PSTRIDE)),
         (_producer, (q_desc, k_desc, v_desc, bars, q_smem, k_smem, v_smem, seq, n_tiles,
                      STAGES, ORDER, RANK, SP)),
     ], [4, 1], [240, 24])

@@ -19,7 +19,8 @@ def _check(q, k, v):
 
 
 def _enqueue(q, k, v, dst, remote, delta, stamps, rank, hl, sp, programs, stages, overlap,
-             pingpong, mode, store16=False, stage=None, order=0, pstride=1, clock=None):
+             pingpong, mode, store16=False, stage=None, order=0, pstride=1, clock=None,
+             stagger_ns=0):
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     b, h, m, d = q.shape
@@ -35,7 +36,7 @@ def _enqueue(q, k, v, dst, remote, delta, stamps, rank, hl, sp, programs, stages
         stamps if stamps is not None else dst, stage if stage is not None else dst,
         clock if clock is not None else dst,
         LOG2E / d ** 0.5, m, n_tiles, stages, overlap, pingpong, MODE=mode,
-        INSTR=stamps is not None, CLK=clock is not None, DELTA=delta is not None, STORE16=store16, RANK=rank, HL=hl,
+        INSTR=stamps is not None, CLK=clock is not None, STAGGER_NS=stagger_ns, DELTA=delta is not None, STORE16=store16, RANK=rank, HL=hl,
         SP=sp, ORDER=order, PSTRIDE=pstride, num_warps=4, maxnreg=168)
 
 
@@ -59,14 +60,16 @@ PACE = 8                    # fused-paced: row chunks per tile (8 rows of each w
 
 def launch_gluon_fa(q, k, v, shape, mode: int, out=None, bufs=None, stamps=None,
                     programs: int = 132, stages: int = 2, overlap: int = 2, pingpong: int = 0,
-                    stage=None, order: str = "remote-first", clock=None):
+                    stage=None, order: str = "remote-first", clock=None, stagger_ns: int = 0):
     """fa.launch_fa's contract on this mainloop (no sync): mode 0 (FA-only) writes `out`
     [batch, HL, M, 128]; 1 (fused), 2 (completion-coupled, fence.sc.sys by every thread after
     its stores, no CTA barrier: each warpgroup goes on once its own stores are visible) and 3
     (fused-paced, PACE chunks spread over the next Q-loop, fa.pace_stride; `stage` >= programs
     x 128 x 128 bf16 in HBM; tiles in `order`, fa.ORDERS) write `bufs` (fa.OwnerBuffers);
     stamps (int64 [n_tiles, 6]) are consumer 0's; `clock` (int64 [2], CLK) gets every program's
-    consumer-0 SM cycles and nanoseconds added (the launch's own mean clock: their ratio). b_m = b_n = 128, d = 128, modes 0-2 in
+    consumer-0 SM cycles and nanoseconds added (the launch's own mean clock: their ratio);
+    stagger_ns: program p's consumers begin stagger_ns * p / programs late (%globaltimer; its
+    producer loads the first stages meanwhile), staggering the programs' tile boundaries. b_m = b_n = 128, d = 128, modes 0-2 in
     fa_layout.tiles order, 16 B stores (STORE16: 2 stages leave it the shared memory). Returns
     Triton's handle of the compiled kernel."""
     from . import fa
@@ -84,4 +87,5 @@ def launch_gluon_fa(q, k, v, shape, mode: int, out=None, bufs=None, stamps=None,
             raise ValueError('the paced variant needs "stage" (>= programs * 128 * 128 elements).')
         paced = dict(stage=stage, order=fa.ORDERS[order], pstride=fa.pace_stride(shape, PACE, True))
     return _enqueue(q, k, v, dst, remote, delta, stamps, shape.rank, shape.heads_local, shape.sp,
-                    programs, stages, overlap, pingpong, mode, store16=True, clock=clock, **paced)
+                    programs, stages, overlap, pingpong, mode, store16=True, clock=clock,
+                    stagger_ns=int(stagger_ns), **paced)

@@ -20,7 +20,7 @@ CANDIDATES = {      # name: (stages, overlap, pingpong, persistent)
 
 
 def compile_offline(stages=3, overlap=2, pingpong=0, mode=0, instr=False, delta=False,
-                    store16=False, rank=2, hl=8, sp=4, order=0, pstride=1, clk=False):
+                    store16=False, rank=2, hl=8, sp=4, order=0, pstride=1, clk=False, stagger_ns=0):
     """gluon_fa_kernel compiled for sm_90 on the CPU (no GPU): Triton's CompiledKernel."""
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
@@ -33,7 +33,7 @@ def compile_offline(stages=3, overlap=2, pingpong=0, mode=0, instr=False, delta=
                stage_ptr="*bf16", clock_ptr="*i64" if clk else "*bf16",
                qk_scale="fp32", seq="i32", n_tiles="i32")
     const = dict(STAGES=stages, OVERLAP=overlap, PINGPONG=pingpong, MODE=mode, INSTR=instr,
-                 CLK=clk, DELTA=delta, STORE16=store16, RANK=rank, HL=hl, SP=sp, ORDER=order,
+                 CLK=clk, STAGGER_NS=stagger_ns, DELTA=delta, STORE16=store16, RANK=rank, HL=hl, SP=sp, ORDER=order,
                  PSTRIDE=pstride)
     sig.update({n: "constexpr" for n in const})
     attrs = {(names.index(n),): [["tt.divisibility", 16]]

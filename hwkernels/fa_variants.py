@@ -62,6 +62,7 @@ class KernelConfig:
                                     # (shipped since call faspeed2-1; False: the kernel before)
     mainloop: str = "triton"        # "gluon": fa-only, fused, fused-paced and cc-asm on fa_gluon's
                                     # warp-specialized forward (the other options do not apply)
+    stagger_us: float = 0.0         # gluon fused / cc: program p starts stagger_us * p / K late
 
     @property
     def pf(self) -> bool:
@@ -83,6 +84,9 @@ class KernelConfig:
             raise ValueError(f'"emu" must be one of {fa.EMUS}, got {self.emu}.')
         if self.mainloop not in MAINLOOPS:
             raise ValueError(f'"mainloop" must be one of {MAINLOOPS}, got {self.mainloop!r}.')
+        if self.stagger_us < 0 or (self.stagger_us and self.mainloop != "gluon"):
+            raise ValueError(f'"stagger_us" must be >= 0 and needs the Gluon mainloop, got '
+                             f'{self.stagger_us!r} on {self.mainloop!r}.')
 
 
 def tile_times(stamps: np.ndarray, programs: int) -> dict:
@@ -192,7 +196,8 @@ class Case:
         self.compiled = fa_gluon_launch.launch_gluon_fa(
             self.q, self.k, self.v, self.shape, mode, out=self.out, bufs=self.bufs[slot],
             stamps=stamps, programs=self.programs, stage=self.stage, order=c.pace_order,
-            clock=self.clock)
+            clock=self.clock,
+            stagger_ns=round(c.stagger_us * 1e3) if mode in (fa.MODE_FUSED, fa.MODE_CC) else 0)
 
     def _fa_split(self):
         from . import fa_split

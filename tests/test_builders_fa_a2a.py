@@ -240,3 +240,20 @@ def test_remote_first_order_moves_the_same_bytes_and_ends_on_the_ranks_own_tiles
         assert np.array_equal(got > 0, pos < n_remote)      # the last positions: the rank's own slice
     cc = fa_a2a.build(params(producers=12, variant="cc", tile_order="remote-first"), toy())
     assert np.array_equal(cc.bytes, rf.bytes)
+
+
+def test_stagger_delays_each_launchs_first_tile_by_program():
+    """stagger_us: in every replay program p's first tile is stagger * p / K longer; nothing else
+    moves, fa-only and fused-paced ignore it, and a stagger separates the waves' bursts."""
+    base, k = fa_a2a.build(params(replays=3, producers=8), toy()), 8
+    w = fa_a2a.build(params(replays=3, producers=8, stagger_us=16.0), toy())
+    extra = w.mainloop_us - base.mainloop_us
+    for pid in range(k):
+        lo, hi = w.offsets[pid], w.offsets[pid + 1]
+        per = (hi - lo) // 3
+        want = np.zeros(hi - lo)
+        want[::per] = 16.0 * pid / k
+        assert np.allclose(extra[lo:hi], want), pid
+    for variant in ("fa-only", "fused-paced"):
+        a = fa_a2a.build(params(variant=variant, stagger_us=16.0), toy())
+        assert np.array_equal(a.mainloop_us, fa_a2a.build(params(variant=variant), toy()).mainloop_us)

@@ -172,3 +172,39 @@ def test_gluon_paced_on_the_gpu_receiver_side(m, sp, rank):
         torch.cuda.synchronize()
         ok, err = case.check("fused-paced")
         assert ok, (m, instrument, err)
+
+
+def test_stagger_needs_the_gluon_mainloop():
+    pytest.importorskip("torch")
+    from hwkernels.fa_variants import KernelConfig
+
+    assert KernelConfig(mainloop="gluon", stagger_us=50.0).stagger_us == 50.0
+    for bad in (dict(stagger_us=50.0), dict(mainloop="gluon", stagger_us=-1.0)):
+        with pytest.raises(ValueError, match="stagger_us"):
+            KernelConfig(**bad)
+
+
+@pytest.mark.gpu
+def test_gluon_fused_staggered_on_the_gpu():
+    """stagger_us: every slot still checks on the receiver side, and program p's first tile starts
+    about stagger * p / K later than program 0's (stamps)."""
+    torch = pytest.importorskip("torch")
+    import numpy as np
+
+    from hwkernels.destination import host_buffer
+    from hwkernels.fa import FAShape
+    from hwkernels.fa_variants import Case, KernelConfig
+
+    shape = FAShape(batch=2, heads=8, seq_len=4096, head_dim=128, sp=4, rank=1)
+    host = host_buffer(2 * shape.remote_bytes, torch.device("cuda", 0))
+    case = Case(shape, KernelConfig(mainloop="gluon", stagger_us=40.0), host.cuda, 2, 132)
+    case.poison("fused")
+    for slot in range(case.slots):
+        case.enqueue("fused", slot, instrument=slot == 0)
+    torch.cuda.synchronize()
+    ok, err = case.check("fused")
+    assert ok, err
+    starts = case.stamps.cpu().numpy()[:132, 0].astype(np.float64) / 1e3   # wave 0: program p's first tile
+    late = starts - starts[0]
+    want = 40.0 * np.arange(132) / 132
+    assert np.median(np.abs(late - want)) < 3.0 and late[-1] > 30.0, (late[:4], late[-4:])

@@ -22,6 +22,10 @@ rank's own slice. The CTA that computes a tile issues its stores itself (``stagi
 - ``tile_order`` (fused, cc): ``default`` as above, or ``remote-first`` (the kernels' ORDER 1,
   :func:`hwkernels.fa_layout.remote_first_coords`): the other owners' tiles first, so the last
   waves store to HBM and the link drains the earlier ones under their Q-loops;
+- ``stagger_us`` (fused, cc): in every launch program p begins its first tile ``stagger_us * p / K``
+  late (the Gluon kernel's ``STAGGER_NS``: its consumers wait on ``%globaltimer``, its producer
+  loads the first stages meanwhile), so the programs' tile boundaries, and their bursts, fall
+  apart instead of together;
 - ``fused-paced``: the kernel's MODE 3 (``hwkernels/fa_kernels.py``): tiles in the remote-first
   order (:func:`hwkernels.fa_layout.remote_first_coords`: other owners' tiles first), a remote
   tile staged in HBM and its stores issued as ``pace`` row chunks during the CTA's *next*
@@ -85,6 +89,8 @@ PARAMS = {
     "cc_fence": Param("str", "link", "cc: what each tile's system-scope fence waits for: link (the X-Stage empty, "
                       "every CTA's bytes), fifo (the bytes accepted before it), own (the CTA's own bytes)",
                       choices=CC_FENCES),
+    "stagger_us": Param("us", 0.0, "fused, cc: each launch's program p starts its first tile stagger_us * p / K "
+                        "late (staggered program phases: the kernels' STAGGER_NS)", minimum=0),
 }
 
 
@@ -184,6 +190,10 @@ def build(params: dict, platform: Platform) -> Workload:
     streams = _streams(params, shape, gap)
     counts = np.array([len(m) * reps for m, _ in streams], dtype=np.int64)
     mainloop = np.concatenate([np.tile(m, reps) for m, _ in streams]) * _spread(streams, reps, params)
+    if params["stagger_us"] > 0 and variant in ("fused", "cc"):   # each launch's first tile, program p
+        heads = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        for p, (h, c) in enumerate(zip(heads, counts)):
+            mainloop[h:h + c:c // reps] += params["stagger_us"] * p / k
     nbytes = np.concatenate([np.tile(b, reps) for _, b in streams])
     n = len(mainloop)
     store_bytes = shape.tile_bytes / (params["pace"] if variant == "fused-paced" else 1)   # one store group

@@ -40,9 +40,10 @@ class FaA2aReport:
 
 
 def _des_residuals(p: Point, qloop: QLoop, platform: Platform, destination: str, engine: str,
-                   cc_fence: str | None = None) -> dict:
+                   cc_fence: str | None = None, stagger_us: float = 0.0) -> dict:
     out = {}
     fence = {} if cc_fence is None else {"cc_fence": cc_fence}
+    fence["stagger_us"] = stagger_us
     paced = ("fused-paced",) if p.pace else ()
     for variant in ("fused", "cc") + paced:
         s = p.shape
@@ -58,7 +59,7 @@ def _des_residuals(p: Point, qloop: QLoop, platform: Platform, destination: str,
 
 
 def predict_point(p: Point, qloop: QLoop, platform: Platform, destination: str, engine: str | None,
-                  cc_fence: str | None = None) -> None:
+                  cc_fence: str | None = None, stagger_us: float = 0.0) -> None:
     t_fa = p.get("fa-only")
     cf = p.closed_form = predict(p.shape, qloop, platform, destination)
     p.predicted["closed-form"] = {"e_res_us": cf.e_res_us, "e_cc_us": cf.e_cc_us,
@@ -70,7 +71,7 @@ def predict_point(p: Point, qloop: QLoop, platform: Platform, destination: str, 
         if math.isfinite(p.qloop_wave_cv):
             spreads["des-wave"] = replace(qloop, cv=p.qloop_wave_cv)
         for model, q in spreads.items():
-            des = _des_residuals(p, q, platform, destination, engine, cc_fence)
+            des = _des_residuals(p, q, platform, destination, engine, cc_fence, stagger_us)
             p.predicted[model] = {"e_res_us": des["fused"], "e_cc_us": des["cc"],
                                   "fused_us": t_fa + des["fused"], "cc_us": t_fa + des["cc"],
                                   "paced_us": t_fa + des.get("fused-paced", math.nan)}
@@ -97,7 +98,8 @@ def build(rs: RecordSet, platform: Platform, engine: str | None = None, cc_fence
         if qloop is not None:
             for p in pts:
                 if math.isfinite(p.get("fa-only")):
-                    predict_point(p, qloop, platform, named["destination"], engine, cc_fence)
+                    predict_point(p, qloop, platform, named["destination"], engine, cc_fence,
+                                  float(named["stagger_us"]))
         series.append(Series(named, pts, qloop))
     models = ["closed-form"] + (["des"] if engine else [])
     for s in series:

@@ -74,6 +74,8 @@ def figures(rep: FaA2aReport) -> dict[str, go.Figure]:
         name = f"fig11-d{s.key['head_dim']}-bm{s.key['block_m']}-n{s.key['sp']}-{s.key['destination']}"
         if s.key.get("mainloop", "triton") != "triton":
             name += f"-{s.key['mainloop']}"
+        if s.key.get("stagger_us"):
+            name += f"-stagger{s.key['stagger_us']:g}us"
         out[name] = fig11(s, rep.platform.name)
         out[f"{name}-us"] = fig11(s, rep.platform.name, relative=False)
     return out
