@@ -202,7 +202,7 @@ def test_cc_fence_option_changes_only_the_cc_prediction(files, capsys):
     assert code == 2 and "invalid choice" in err and err.count("\n") == 1
 
 
-def _series(mainloop, t_fa, paced=False, head_dim=128, ms=(1024, 2048)):
+def _series(mainloop, t_fa, paced=False, head_dim=128, ms=(1024, 2048), stagger_us=0.0):
     from xsim.attention.shape import AttentionShape
     from xsim.report.fa_a2a_points import Series
 
@@ -214,7 +214,7 @@ def _series(mainloop, t_fa, paced=False, head_dim=128, ms=(1024, 2048)):
         if paced:
             meas["fused-paced"] = 1.1 * meas["fa-only"]
         pts.append(Point(m, shape, meas))
-    return Series({"head_dim": head_dim, "mainloop": mainloop}, pts, None)
+    return Series({"head_dim": head_dim, "mainloop": mainloop, "stagger_us": stagger_us}, pts, None)
 
 
 def test_headline_is_the_faster_kernel_and_paced_keys_come_from_the_series_that_has_them():
@@ -225,6 +225,8 @@ def test_headline_is_the_faster_kernel_and_paced_keys_come_from_the_series_that_
     assert _headline([slow, fast, d64]) is fast            # d = 128 first, then most points, then fastest
     assert _headline([fast, slow]) is fast and _headline([]) is None
     assert _headline([_series("triton", 130.0, ms=(1024, 2048, 4096)), fast]).key["mainloop"] == "triton"
+    staggered = _series("gluon", 90.0, stagger_us=100.0)   # faster FA-only, but staggered: not the headline
+    assert _headline([staggered, fast]) is fast and _headline([staggered]) is staggered
     assert _paced_series([slow, fast], fast) is slow       # the headline measured no fused-paced
     assert _paced_series([fast], fast) is fast
     both = _series("gluon", 100.0, paced=True)
@@ -322,3 +324,12 @@ def test_within_wave_spread_gives_the_des_at_one_clock(tmp_path, capsys):
     assert set(ac["des_wave_e_res_us"]) == {"1024", "2048"}
     assert set(ac["e_res_mae_us"]) == {"des", "des-wave"} and all(v >= 0 for v in ac["e_res_mae_us"].values())
     assert all(0 <= v < 100 for v in ac["fused_time_mape_at_fa_clock"].values())
+
+
+def test_shipped_report_has_the_staggered_series_beside_the_headline(capsys):
+    doc = _json(capsys, "report", "--experiment", "fa-a2a", "--no-des", "--json")
+    rep = doc["experiments"]["fa-a2a"]
+    assert rep["headline_series"]["stagger_us"] == 0.0
+    st = {s["stagger_us"]: s for s in rep["staggered"]}
+    assert 100.0 in st and st[100.0]["fused_over_fa_above_threshold"] is not None
+    assert "fused_over_fa_above_threshold" in st[100.0]["at_clock"]

@@ -131,8 +131,29 @@ def build(rs: RecordSet, platform: Platform, engine: str | None = None, cc_fence
             summary.update(m_ub_star_predicted_des=h["m_ub_star_predicted_by_model"]["des"],
                            m_ub_star_predicted_des_paced=paced.get("des"))
         summary["targets"] = targets(summary)
+        summary["staggered"] = _staggered(series, head, headline_model)
     summary["series"] = [s.summary for s in series]
     return FaA2aReport(platform, series, engine, summary, notes)
+
+
+STAGGERED_KEYS = ("fused_over_fa_above_threshold", "hiding_min_above_threshold", "m_ub_star_predicted",
+                  "m_ub_star_measured", "speedup_max", "fused_clock_over_fa_max")
+
+
+def _staggered(series: list[Series], head: Series, model: str) -> list[dict]:
+    """The headline's kernel with staggered program phases (``stagger_us`` > 0), one entry per
+    stagger: its fused keys (the targets' bounds, not the targets: those are read on the headline),
+    its DES errors and its keys at one clock."""
+    same = {k: v for k, v in head.key.items() if k != "stagger_us"}
+    out = []
+    for s in series:
+        if s.key["stagger_us"] and all(s.key[k] == v for k, v in same.items()):
+            h = s.summary
+            out.append({"stagger_us": s.key["stagger_us"], **{k: h[k] for k in STAGGERED_KEYS},
+                        "fused_time_mape": h["errors"][model]["fused_time_mape"],
+                        "cc_time_mape": h["errors"][model]["cc_time_mape"],
+                        "at_clock": {k: v for k, v in (h["at_clock"] or {}).items() if not isinstance(v, dict)}})
+    return out
 
 
 def _fa_only_speed(s: Series) -> float:
@@ -156,12 +177,14 @@ def _paced_series(series: list[Series], head: Series) -> Series:
 
 def _headline(series: list[Series]) -> Series | None:
     """The series the headline numbers (and the targets) are read on: d = 128 first, then the
-    most points, then the fastest attention kernel (`_fa_only_speed`, so that with
-    the Triton and the Gluon mainloop both measured the faster one is the tool's answer; the
+    most points, then the kernel as it ships (no stagger: a staggered series is the what-if's
+    design beside it, ``staggered``), then the fastest attention kernel (`_fa_only_speed`, so that
+    with the Triton and the Gluon mainloop both measured the faster one is the tool's answer; the
     others stay in ``series``, each with its own summary)."""
     if not series:
         return None
-    return min(series, key=lambda s: (s.key["head_dim"] != 128, -len(s.points), _fa_only_speed(s)))
+    return min(series, key=lambda s: (s.key["head_dim"] != 128, -len(s.points), s.key["stagger_us"] != 0,
+                                      _fa_only_speed(s)))
 
 
 HEADLINE_KEYS = ("speedup_max", "m_ub_star_predicted", "m_ub_star_measured", "fused_over_fa_above_threshold",
