@@ -54,7 +54,7 @@ def print_report(rep) -> None:
 
     for s in rep.series:
         where = "on {}: d={head_dim} b_m={block_m} b_n={block_n} N={sp} {destination} {mainloop}".format(
-            rep.platform.name, **s.key)
+            rep.platform.name, **s.key) + (f" stagger {s.key['stagger_us']:g} us" if s.key.get("stagger_us") else "")
         _wide_table(f"Table 3 {where} (us, medians)", table3_rows(s), TABLE3_HEADER)
         _wide_table(f"measured vs predicted {where} (us)", prediction_rows(s), PREDICTION_HEADER)
     s = rep.summary
