@@ -30,7 +30,7 @@ from .destination import H200_L2_BYTES, RING_L2_MULTIPLE, ring_bursts
 from .fa import FAShape
 from .fa_tables import rows_from_records, table, tile_table
 from .fa_variants import (GLUON_VARIANTS, INSTRUMENTED, MAINLOOPS, VARIANTS, Case, KernelConfig,
-                          record_kind)
+                          record_kind, tile_times)
 from .fa_waves import wave_stats
 from .platform_info import smi_sm_clock_mhz
 from .ranks import SOLO
@@ -171,8 +171,9 @@ def prepare_variant(case: Case, variant: str, instrument: bool = True):
                 case.stamps.zero_()
                 case.enqueue(variant, 0, instrument=True)
                 torch.cuda.synchronize()
-                result.update({k: v for k, v in case.tile_times().items() if k != "gap_us"})
-                w = wave_stats(case.stamps.cpu().numpy(), min(case.programs, case.shape.n_tiles))
+                st, k = case.stamps.cpu().numpy(), min(case.programs, case.shape.n_tiles)
+                result.update({n: v for n, v in tile_times(st, k).items() if n != "gap_us"})
+                w = wave_stats(st, k)
                 result["qloop_wave_spread"] = w["wave_p90_over_mean"] - w["wave_p10_over_mean"]
         except Exception as e:  # noqa: BLE001 (N > 1: every rank raises it, none waits)
             if rk.world == 1:

@@ -92,19 +92,6 @@ def fence_sc_sys():
 
 
 @gluon.jit
-def stamp(stamps_ptr, t, slot: gl.constexpr):
-    """Stamp `slot` (0 tile start, 1 Q-loop end, 2 stores issued) of tile t: %globaltimer ns at
-    word slot, %clock64 at word 3 + slot (fa_variants.tile_times reads them)."""
-    ns = gl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=gl.int64,
-                                   is_pure=False, pack=1)
-    clk = gl.inline_asm_elementwise("mov.u64 $0, %clock64;", "=l", [], dtype=gl.int64,
-                                    is_pure=False, pack=1)
-    row = stamps_ptr + t.to(gl.int64) * 6
-    gl.store(row + slot, ns)
-    gl.store(row + 3 + slot, clk)
-
-
-@gluon.jit
 def timers():
     """(%globaltimer ns, %clock64) of this thread, now."""
     ns = gl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=gl.int64,
@@ -112,6 +99,16 @@ def timers():
     clk = gl.inline_asm_elementwise("mov.u64 $0, %clock64;", "=l", [], dtype=gl.int64,
                                     is_pure=False, pack=1)
     return ns, clk
+
+
+@gluon.jit
+def stamp(stamps_ptr, t, slot: gl.constexpr):
+    """Stamp `slot` (0 tile start, 1 Q-loop end, 2 stores issued) of tile t: %globaltimer ns at
+    word slot, %clock64 at word 3 + slot (fa_variants.tile_times reads them)."""
+    ns, clk = timers()
+    row = stamps_ptr + t.to(gl.int64) * 6
+    gl.store(row + slot, ns)
+    gl.store(row + 3 + slot, clk)
 
 
 @gluon.jit

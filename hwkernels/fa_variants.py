@@ -21,6 +21,7 @@ import numpy as np
 
 from . import fa
 from .fa import FAShape, OwnerBuffers
+from .harness import clock_sums_mhz
 
 VARIANTS = ("fa-only", "a2a-store", "a2a-ce", "serial", "fused", "fused-paced", "cc-asm",
             "cc-atomic", "sdpa-cudnn")
@@ -89,6 +90,21 @@ class KernelConfig:
                              f'{self.stagger_us!r} on {self.mainloop!r}.')
 
 
+def program_ghz(st: np.ndarray, programs: int) -> np.ndarray:
+    """Each program's mean SM clock in GHz over its stamped run (stamps int64 [n_tiles, 6], tile t
+    on program t % programs): %clock64 cycles over %globaltimer ns from its first tile's start to
+    its last tile's stores."""
+    ghz = []
+    for p in range(min(programs, st.shape[0])):
+        rows = st[p::programs]
+        d_ns = float(rows[-1, 2] - rows[0, 0])
+        d_clk = float(rows[-1, 5] - rows[0, 3])
+        if d_ns <= 0 or d_clk <= 0:
+            raise ValueError(f"program {p}: stamps are not increasing")
+        ghz.append(d_clk / d_ns)
+    return np.asarray(ghz)
+
+
 def tile_times(stamps: np.ndarray, programs: int) -> dict:
     """Per-tile times from the kernel's stamps (int64 [n_tiles, 6], see fa_kernels.py).
 
@@ -98,20 +114,15 @@ def tile_times(stamps: np.ndarray, programs: int) -> dict:
     issued .. next tile's Q-loop end, the drain window G_Qloop), and "clock_mhz" per program.
     """
     st = np.asarray(stamps, dtype=np.int64)
-    issue, qloop, gaps, mhz = [], [], [], []
-    for p in range(min(programs, st.shape[0])):
+    issue, qloop, gaps = [], [], []
+    per_program = program_ghz(st, programs)
+    for p, ghz in enumerate(per_program):
         rows = st[p::programs]
-        d_ns = float(rows[-1, 2] - rows[0, 0])
-        d_clk = float(rows[-1, 5] - rows[0, 3])
-        if d_ns <= 0 or d_clk <= 0:
-            raise ValueError(f"program {p}: stamps are not increasing")
-        ghz = d_clk / d_ns
-        mhz.append(ghz * 1e3)
         issue.append((rows[:, 5] - rows[:, 4]) / ghz / 1e3)
         qloop.append((rows[:, 4] - rows[:, 3]) / ghz / 1e3)
         gaps.append((rows[1:, 4] - rows[:-1, 5]) / ghz / 1e3)
     out = {"issue_span_us": np.concatenate(issue), "qloop_us": np.concatenate(qloop),
-           "clock_mhz": np.asarray(mhz)}
+           "clock_mhz": per_program * 1e3}
     g = np.concatenate(gaps)
     if g.size:
         out["gap_us"] = g
@@ -259,8 +270,7 @@ class Case:
         """The mean SM clock of the Gluon launches since the clock sums were last zeroed: every
         program's consumer-0 cycles over its nanoseconds (CLK), so the clock of the timed runs
         themselves, not of a separate stamped one (None: no Gluon launch ran, e.g. a2a-store)."""
-        cycles, ns = (int(x) for x in self.clock.tolist())
-        return 1e3 * cycles / ns if ns > 0 else None
+        return clock_sums_mhz(self.clock)
 
     def ring(self, variant: str):
         """A function enqueuing `slots` launches of `variant`, launch i into slot i."""

@@ -20,6 +20,8 @@ import sys
 
 import numpy as np
 
+from .fa_variants import program_ghz
+
 PCT = (10, 90)
 
 
@@ -35,13 +37,7 @@ def wave_stats(stamps: np.ndarray, programs: int) -> dict:
     waves = st.shape[0] // programs
     if waves < 1:
         raise ValueError(f"{st.shape[0]} tiles on {programs} programs: no full wave")
-    ghz = np.empty(programs)
-    for p in range(programs):
-        rows = st[p::programs]
-        d_ns, d_clk = float(rows[-1, 2] - rows[0, 0]), float(rows[-1, 5] - rows[0, 3])
-        if d_ns <= 0 or d_clk <= 0:
-            raise ValueError(f"program {p}: stamps are not increasing")
-        ghz[p] = d_clk / d_ns
+    ghz = program_ghz(st, programs)
     full = st[:waves * programs]
     qloop = ((full[:, 4] - full[:, 3]) / np.tile(ghz, waves) / 1e3).reshape(waves, programs)
     start = (full[:, 0] / 1e3).reshape(waves, programs)

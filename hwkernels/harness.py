@@ -90,6 +90,13 @@ def from_kept(kept: list, worst: float) -> Measurement:
 _SCRATCH = {}
 
 
+def clock_sums_mhz(sums) -> float | None:
+    """The mean SM clock of the launches behind a kernel's CLK sums (int64 [cycles, ns], every
+    program's %clock64 and %globaltimer deltas added up): None when no launch added any."""
+    cycles, ns = (int(x) for x in sums.tolist())
+    return 1e3 * cycles / ns if ns > 0 else None
+
+
 def flush_l2_cache() -> None:
     """Write a device buffer of twice the L2 (evicts every line, host-bound ones included)."""
     import torch

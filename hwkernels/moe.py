@@ -236,8 +236,9 @@ class FusedMoE:
     def run_clock_mhz(self) -> float | None:
         """The mean SM clock of the launches since the last prepare(): every program's cycles
         over its nanoseconds (the kernel's CLK sums; None under the interpreter)."""
-        cycles, ns = (int(x) for x in self.clock.tolist())
-        return 1e3 * cycles / ns if ns > 0 else None
+        from .harness import clock_sums_mhz
+
+        return clock_sums_mhz(self.clock)
 
     def distinct_sms(self) -> bool:
         """True when every program ran on its own SM (needs stamps on)."""
