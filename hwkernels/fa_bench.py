@@ -28,6 +28,7 @@ import numpy as np
 from . import fa, fa_dist, fa_layout, fa_paired, records
 from .destination import H200_L2_BYTES, RING_L2_MULTIPLE, ring_bursts
 from .fa import FAShape
+from .fa_stagger import design_config, design_platform, stagger_number
 from .fa_tables import rows_from_records, table, tile_table
 from .fa_variants import (GLUON_VARIANTS, INSTRUMENTED, MAINLOOPS, VARIANTS, Case, KernelConfig,
                           record_kind, tile_times)
@@ -100,9 +101,14 @@ def parse_args(argv=None):
                     help="the attention kernel: fa_kernels' (triton) or fa_gluon's warp-specialized "
                          "one (gluon: b_m = b_n = d = 128, 2 stages; the Triton options above "
                          "do not apply; variants default to GLUON_VARIANTS)")
-    ap.add_argument("--stagger-us", type=float, default=0.0,
+    ap.add_argument("--stagger-us", default="0",
                     help="gluon fused and cc: program p starts stagger * p / K us late in every "
-                         "launch (staggered phases; records of the run carry params.stagger_us)")
+                         "launch (staggered phases; records of the run carry params.stagger_us); "
+                         "'design': the stagger eq. 10 asks for on --profile "
+                         "(xsim.attention.stagger; records also carry params.stagger_rule)")
+    ap.add_argument("--profile", default="",
+                    help="the calibrated platform --stagger-us design reads (default: "
+                         "h200-pcie-host for --target host, h200-nvlink-x2 for peer)")
     ap.add_argument("--variants", default="", help="comma-separated (default: every variant of "
                     "the mainloop)")
     ap.add_argument("--table-from", default="", metavar="RECORDS.jsonl",
@@ -273,13 +279,17 @@ def main(argv=None) -> int:
                            pace_pf=bool(args.pace_pf),
                            swp=args.swp, emu=args.emu, early=args.early, split=args.split,
                            lsum=args.lsum, qpf=args.qpf, qreg=bool(args.qreg),
-                           mainloop=args.mainloop, stagger_us=args.stagger_us)
+                           mainloop=args.mainloop, stagger_us=stagger_number(args.stagger_us))
         gluon = args.mainloop == "gluon"
         known = GLUON_VARIANTS if gluon else VARIANTS
         variants = [v for v in args.variants.split(",") if v] or list(known)
         unknown = [v for v in variants if v not in known]
         if unknown:
             raise ValueError(f"variants {unknown} are not in the {args.mainloop} mainloop's {known}")
+        if args.stagger_us == "design" and not gluon:
+            raise ValueError("--stagger-us design needs --mainloop gluon (the stagger is its STAGGER_NS)")
+        if args.stagger_us == "design":
+            design_platform(args.target, args.profile)
         if gluon and (args.head_dim, args.block_m, args.block_n) != (128, 128, 128):
             raise ValueError("--mainloop gluon needs --head-dim 128 --block-m 128 --block-n 128")
     except ValueError as exc:
@@ -299,6 +309,10 @@ def main(argv=None) -> int:
             return Case(shape, cfg, host.cuda, slots_for(shape), programs)
     say = print if rk.rank == 0 else (lambda *a, **k: None)
     programs = args.programs or torch.cuda.get_device_properties(dev).multi_processor_count
+    rule = {}
+    if args.stagger_us == "design":   # eq. 10 on the aligned wave of this GPU's K programs
+        cfg, rule = design_config(cfg, args.target, args.profile, programs, args.block_m, args.head_dim, args.sp)
+        say(f"stagger by design ({rule['stagger_rule']}): {cfg.stagger_us:.1f} us")
     instrument = os.environ.get("TRITON_INTERPRET", "0") != "1"   # stamps are inline PTX
     commit, dirty = records.run_commit()
     rows, qloops, all_ok = [], [], True
@@ -328,6 +342,8 @@ def main(argv=None) -> int:
                 st.pop("clock_mhz", None)
             params = params_of(case, variant, replays, graph, args.target)
             params["smi_sm_clock_mhz"] = smi_sm_clock_mhz()
+            if "stagger_us" in params:
+                params.update(rule)
             params.update(extra)
             rec = records.make_record("fa-a2a", record_kind(variant), params, st, m.check_dict(),
                                       _platform(mhz, args.target, world, dev.index or 0),

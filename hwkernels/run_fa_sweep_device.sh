@@ -9,6 +9,8 @@
 #   (each variant's trials in a block of its own after its warm-up, run 5's method).
 #   FA_REPEAT_MS=8192,16384 (gluon): in the time left, the sweep again at those M into
 #   fa-a2a-repeat.jsonl / bench-repeat.log (the run-to-run spread within one call).
+#   FA_STAGGER_US=<us>|design (gluon): fused and cc with staggered program phases (fa_bench
+#   --stagger-us; design: the stagger eq. 10 asks for on the calibrated profile, fa_stagger.py).
 # fa-a2a.jsonl/bench.log: every variant, M = 1K .. 64K, b_m = b_n = 128, 8 warps, 3 stages, TMA,
 #   fused-paced with 8 chunks, remote-first, uniform branch (run 3's pick, not re-picked), each
 #   chunk read one chunk step early (--pace-pf 1, asked for here: fa_bench's default is off, the
@@ -27,6 +29,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD PYTHONWARNINGS=ignore
 out=${OUT:-./out}; mkdir -p "$out"
 paired=--paired; [ "${FA_PAIRED:-1}" = 0 ] && paired=
+stag=(); [ -n "${FA_STAGGER_US:-}" ] && stag=(--stagger-us "$FA_STAGGER_US")
 { date -u; echo "commit ${XSTAGE_COMMIT:-unknown}"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,pcie.link.gen.max,pcie.link.width.max --format=csv
   python3 -c 'import torch, triton, cupy; print(torch.__version__, torch.version.cuda, triton.__version__, cupy.__version__, torch.backends.cudnn.version())'; } 2>&1 | tee "$out/env.log"
@@ -38,11 +41,11 @@ if [ "${FA_MAINLOOP:-triton}" = gluon ]; then
   rc=$?; echo "pytest paced rc=$rc at ${SECONDS}s"; tail -3 "$out/pytest-gpu-paced.txt"
   vs=(); [ "$rc" = 0 ] || vs=(--variants fa-only,a2a-store,a2a-ce,serial,fused,cc-asm,sdpa-cudnn)
   timeout $(( total - SECONDS - 10 )) python3 -m hwkernels.fa_bench --out "$out/fa-a2a.jsonl" --target host \
-    --mainloop gluon ${paired} "${vs[@]}" --repeats "$repeats" > "$out/bench.log" 2>&1
+    --mainloop gluon ${paired} "${vs[@]}" "${stag[@]}" --repeats "$repeats" > "$out/bench.log" 2>&1
   echo "fa_bench rc=$? at ${SECONDS}s"; tail -13 "$out/bench.log" | cut -c1-200
   if [ -n "${FA_REPEAT_MS:-}" ] && [ $(( total - SECONDS )) -gt 40 ]; then   # run-to-run spread
     timeout $(( total - SECONDS - 10 )) python3 -m hwkernels.fa_bench --out "$out/fa-a2a-repeat.jsonl" \
-      --target host --mainloop gluon ${paired} "${vs[@]}" --repeats "$repeats" --seq-lens "$FA_REPEAT_MS" \
+      --target host --mainloop gluon ${paired} "${vs[@]}" "${stag[@]}" --repeats "$repeats" --seq-lens "$FA_REPEAT_MS" \
       > "$out/bench-repeat.log" 2>&1
     echo "fa_bench repeat rc=$? at ${SECONDS}s"; tail -13 "$out/bench-repeat.log" | cut -c1-200
   fi
