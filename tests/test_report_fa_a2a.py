@@ -326,6 +326,23 @@ def test_within_wave_spread_gives_the_des_at_one_clock(tmp_path, capsys):
     assert all(0 <= v < 100 for v in ac["fused_time_mape_at_fa_clock"].values())
 
 
+def test_headline_is_the_kernel_the_design_test_configures():
+    from xsim.platform import resolve_platform
+    from xsim.report.fa_a2a import _headline, design_stagger_us
+
+    host = resolve_platform("h200-pcie-host")
+    plain = _series("gluon", 100.0)
+    want = design_stagger_us(plain, host)                  # 16 programs x 32 KB: above the 329 kB gate
+    assert want == pytest.approx(16 * 32768 / (host.drain_rate_gbps * 1e3))
+    designed = _series("gluon", 105.0, stagger_us=round(want, 1))
+    other = _series("gluon", 90.0, stagger_us=100.0)
+    assert _headline([plain, other, designed], host) is designed   # slower FA-only, but as designed
+    assert _headline([plain, other], host) is plain                  # no designed series: unstaggered
+    assert _headline([plain, designed]) is plain                     # no platform: unstaggered
+    assert design_stagger_us(plain, resolve_platform("paper-8gpu")) == 0.0
+    assert _headline([designed, plain], resolve_platform("paper-8gpu")) is plain
+
+
 def test_shipped_report_has_the_staggered_series_beside_the_headline(capsys):
     doc = _json(capsys, "report", "--experiment", "fa-a2a", "--no-des", "--json")
     rep = doc["experiments"]["fa-a2a"]
