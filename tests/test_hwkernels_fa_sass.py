@@ -2,9 +2,34 @@
 sm_90 on the CPU (no GPU): the shipped Q-loop alternates wgmma and softmax, the software-pipelined
 one runs the softmax under P V, and neither writes a wgmma's A registers before its wait."""
 
+import json
+
 import pytest
 
 from hwkernels import fa_sass
+from interpreter import run_fresh
+
+# compiled in a process of its own: an interpreter test module collected before this one sets
+# TRITON_INTERPRET=1 in the suite's process, and an interpreted kernel cannot be compiled
+_COMPILE = """
+import json, sys
+from hwkernels import fa_sass
+try:
+    ks = {{name: fa_sass.compile_offline(**kw) for name, kw in {variants!r}}}
+except Exception as exc:  # no ptxas / no CUDA backend here
+    print(json.dumps({{"skip": f"{{type(exc).__name__}}: {{exc}}"}})); sys.exit(0)
+print(json.dumps({{name: {{**fa_sass.inspect_cubin(k.asm["cubin"]),
+                         **({ptxas} and fa_sass._ptxas_info(k.asm["ptx"]) or {{}})}}
+                  for name, k in ks.items()}}))
+"""
+
+
+def _compiled(variants: list, ptxas: bool = False) -> dict:
+    """fa_sass.inspect_cubin (and the ptxas info) of each (name, compile_offline kwargs)."""
+    got = json.loads(run_fresh(_COMPILE.format(variants=variants, ptxas=ptxas), interpret=False)[-1])
+    if "skip" in got:
+        pytest.skip(f"cannot compile for sm_90 here: {got['skip']}")
+    return got
 
 
 def _listing(lines):
@@ -29,14 +54,7 @@ def test_hazard_and_overlap_on_a_synthetic_listing():
 
 @pytest.fixture(scope="module")
 def compiled():
-    pytest.importorskip("triton")
-    try:
-        base = fa_sass.compile_offline()
-        swp = fa_sass.compile_offline(block_m=64, block_n=64, warps=4, stages=2, swp=True)
-    except Exception as exc:  # noqa: BLE001 - no ptxas / no CUDA backend here
-        pytest.skip(f"cannot compile for sm_90 here: {exc}")
-    return {name: fa_sass.inspect_cubin(k.asm["cubin"]) for name, k in
-            (("base", base), ("swp", swp))}
+    return _compiled([("base", {}), ("swp", dict(block_m=64, block_n=64, warps=4, stages=2, swp=True))])
 
 
 def test_shipped_q_loop_alternates_and_is_hazard_free(compiled):
@@ -62,15 +80,8 @@ def test_qloop_mix_on_a_synthetic_listing():
 
 @pytest.fixture(scope="module")
 def softmax_variants():
-    pytest.importorskip("triton")
-    try:
-        ks = {name: fa_sass.compile_offline(**kw) for name, kw in
-              (("base", {}), ("emu2", {"emu": 2}), ("early", {"early": True}),
-               ("lsum", {"lsum": True}))}
-    except Exception as exc:  # noqa: BLE001 - no ptxas / no CUDA backend here
-        pytest.skip(f"cannot compile for sm_90 here: {exc}")
-    return {name: {**fa_sass.inspect_cubin(k.asm["cubin"]), **fa_sass._ptxas_info(k.asm["ptx"])}
-            for name, k in ks.items()}
+    return _compiled([("base", {}), ("emu2", {"emu": 2}), ("early", {"early": True}),
+                      ("lsum", {"lsum": True})], ptxas=True)
 
 
 def test_emulated_exp2_moves_a_quarter_of_the_mufu_work(softmax_variants):

@@ -184,7 +184,7 @@ def test_shipped_report_has_the_paced_keys(capsys):
     assert not any("fused-paced" in n for n in doc["notes"])    # the kind is known, not left out
     # the paced kernel is predicted too (closed form here): every swept M, from the record's pace
     assert rep["paced_time_mape"] is not None and 0 < rep["paced_time_mape"] < 50
-    paced = [s for s in rep["series"] if s["mainloop"] == rep["paced_series"]["mainloop"]][0]
+    paced, = [s for s in rep["series"] if all(s[k] == v for k, v in rep["paced_series"].items())]
     assert paced["errors"]["closed-form"]["paced_time_mape"] == rep["paced_time_mape"]
 
 
@@ -344,9 +344,23 @@ def test_headline_is_the_kernel_the_design_test_configures():
 
 
 def test_shipped_report_has_the_staggered_series_beside_the_headline(capsys):
+    """The shipped records hold the design stagger's run (eq. 10's S* on h200-pcie-host): it is
+    the headline, the unstaggered run and the 100 us one are listed beside it."""
     doc = _json(capsys, "report", "--experiment", "fa-a2a", "--no-des", "--json")
     rep = doc["experiments"]["fa-a2a"]
-    assert rep["headline_series"]["stagger_us"] == 0.0
+    assert rep["headline_series"]["stagger_us"] == pytest.approx(rep["stagger_design_us"], abs=0.1)
     st = {s["stagger_us"]: s for s in rep["staggered"]}
-    assert 100.0 in st and st[100.0]["fused_over_fa_above_threshold"] is not None
-    assert "fused_over_fa_above_threshold" in st[100.0]["at_clock"]
+    assert {0.0, 100.0} <= set(st) and st[100.0]["fused_over_fa_above_threshold"] is not None
+    assert "fused_over_fa_above_threshold" in st[0.0]["at_clock"]
+
+
+def test_figure_names_of_a_fractional_stagger_are_file_names():
+    from xsim.report.fa_a2a_figures import figures
+    from xsim.report.fa_a2a import FaA2aReport
+    from xsim.platform import resolve_platform
+
+    s = _series("gluon", 100.0, stagger_us=82.6)
+    s.key.update(block_m=128, sp=4, destination="host")
+    rep = FaA2aReport(platform=resolve_platform("h200-pcie-host"), series=[s], engine=None, summary={}, notes=[])
+    assert set(figures(rep)) == {"fig11-d128-bm128-n4-host-gluon-stagger82p6us",
+                                 "fig11-d128-bm128-n4-host-gluon-stagger82p6us-us"}

@@ -75,7 +75,7 @@ def figures(rep: FaA2aReport) -> dict[str, go.Figure]:
         if s.key.get("mainloop", "triton") != "triton":
             name += f"-{s.key['mainloop']}"
         if s.key.get("stagger_us"):
-            name += f"-stagger{s.key['stagger_us']:g}us"
+            name += "-stagger" + f"{s.key['stagger_us']:g}".replace(".", "p") + "us"   # 82.6 -> 82p6: a file name
         out[name] = fig11(s, rep.platform.name)
         out[f"{name}-us"] = fig11(s, rep.platform.name, relative=False)
     return out
