@@ -34,3 +34,14 @@ def test_host_scenario_qloop_is_the_fit_of_the_shipped_records(name, mainloop):
     assert p["sigma_us_per_kv_tile"] == pytest.approx(fit.sigma_us_per_kv_tile, rel=1e-3)
     assert p["qloop_cv"] == pytest.approx(fit.cv, abs=1e-4) and fit.cv > 0
     assert p["qloop_fixed_us"] == pytest.approx(fit.fixed_us, rel=1e-3, abs=1e-3)
+
+
+def test_gluon_host_scenario_staggers_by_the_design_test():
+    """The headline kernel's stagger is eq. 10's S* on the scenario's platform, not a typed-in number."""
+    from xsim.attention.stagger import design_stagger
+    from xsim.platform import resolve_platform
+
+    s = shipped_scenarios()["fa-a2a-host-gluon"]
+    p = s.params
+    design = design_stagger(resolve_platform(s.platform), p["producers"], p["block_m"] * p["head_dim"] * 2)
+    assert p["stagger_us"] == pytest.approx(design.stagger_us, abs=0.05) and design.stagger_us > 0
