@@ -40,6 +40,25 @@ def test_within_wave_spread_and_start_skew():
     assert s["wave_p90_over_mean"] - s["wave_p10_over_mean"] == pytest.approx(want, rel=1e-2)
     assert s["start_skew_us"] == pytest.approx((np.percentile(offs, 90) - np.percentile(offs, 10)) / 1e3, rel=1e-2)
     assert s["wave_means_cv"] == pytest.approx(0, abs=1e-6)
+    assert s["start_skew_us_first"] == pytest.approx(s["start_skew_us"]) == s["start_skew_us_last"]
+    assert s["phase_kept"] == pytest.approx(1.0)
+
+
+def test_staggered_programs_that_fall_back_into_step():
+    """A stagger in the first wave only (the next waves start together): the first wave's skew,
+    none in the last, no phase kept; phases that move to another order correlate below 1."""
+    programs, waves = 10, 4
+    st = _stamps(np.full((waves, programs), 500.0), np.zeros(programs))
+    offs = np.linspace(0.0, 90.0, programs).astype(np.int64)
+    st[:programs, [0, 1, 2]] += offs[:, None]                         # wave 0 staggered
+    st[:programs, [3, 4, 5]] += np.round(offs * 1.5).astype(np.int64)[:, None]
+    s = wave_stats(st, programs)
+    assert s["start_skew_us_first"] > 0.05 and s["start_skew_us_last"] == pytest.approx(0, abs=1e-6)
+    assert s["phase_kept"] is None                                   # no skew left to correlate
+    rev = _stamps(np.full((waves, programs), 500.0), np.linspace(0.0, 90.0, programs))
+    rev[-programs:, [0, 1, 2]] = rev[-programs:, [0, 1, 2]][::-1]   # the last wave in reverse order
+    rev[-programs:, [3, 4, 5]] = rev[-programs:, [3, 4, 5]][::-1]
+    assert wave_stats(rev, programs)["phase_kept"] == pytest.approx(-1.0)
 
 
 def test_partial_last_wave_is_left_out_and_bad_stamps_refused():
@@ -57,4 +76,6 @@ def test_bad_arguments_are_exit_2(tmp_path, capsys):
     pytest.importorskip("torch")
     assert main(["--out", str(tmp_path), "--runs", "0"]) == 2
     assert main(["--out", str(tmp_path), "--seq-lens", "abc"]) == 2
-    assert capsys.readouterr().err.count("\n") == 2
+    assert main(["--out", str(tmp_path), "--stagger-us", "soon"]) == 2
+    assert main(["--out", str(tmp_path), "--stagger-us", "50", "--mainloop", "triton"]) == 2
+    assert capsys.readouterr().err.count("\n") == 4
