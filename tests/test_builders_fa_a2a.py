@@ -81,11 +81,12 @@ def test_des_equals_closed_form_on_uniform_waves(seq_len, capacity, sigma, regim
         assert des["kernel_us"]["mean"] == pytest.approx(cf["kernel_us"], rel=1e-6)
 
 
-def _cc_fence_point(fence, engine):
+def _cc_fence_point(fence, engine, load_gate=None):
     """3 CTAs, weights 1 : 3 : 1, R = 1e4 B/us, T_iss0 = 1 us, G = 3.6 us, B = 32 KiB: CTA 0's first
     tile is the rank's own (no bytes), CTA 1's and 2's are remote; all three Q-loops end at G."""
     plat = Platform(name="toy", drain_rate_gbps=10.0, issue=IssueModel(t_fixed_us=1.0),
-                    capacity=CapacityModel(max_bytes=56 * 32768), sms=64, gpus=1, producer_weights=(1.0, 3.0, 1.0))
+                    capacity=CapacityModel(max_bytes=56 * 32768), sms=64, gpus=1, producer_weights=(1.0, 3.0, 1.0),
+                    load_gate=load_gate)
     p = params(variant="cc", cc_fence=fence, seq_len=1024, heads=8, producers=3, replays=1)
     w = fa_a2a.build(p, plat)
     t = simulate(w, engine=engine, trace=False).times
@@ -96,15 +97,16 @@ def _cc_fence_point(fence, engine):
 def test_cc_fence_semantics_by_hand_in_both_engines(fence):
     """link: every fence after a remote tile ends when the stage is empty, CTA 0's stores (issued
     at 2G, after its own tile's fence saw an empty stage at G) included: G + 3B/R. fifo: CTA 1's and
-    2's fences wait for the 2B accepted when they began (G + 2B/R), CTA 0's for all 3B. own: CTA 1
-    drains at 3/4 R until CTA 0 joins at 2G, then at 3/5 R."""
+    2's fences wait for the 2B accepted when they began (G + 2B/R), CTA 0's for all 3B; so does
+    fifo+gate on a platform without a load gate. own: CTA 1 drains at 3/4 R until CTA 0 joins at
+    2G, then at 3/5 R."""
     w, t, start = _cc_fence_point(fence, "simpy")
     g, b, r = 3.6, 32768.0, 1e4
     assert np.all(w.bytes[w.offsets[1]:w.offsets[3]] == b) and w.bytes[0] == 0 and w.bytes[1] == b
     assert start[0][1] == pytest.approx(g, abs=1e-9)                       # an own tile's fence: nothing ahead
     if fence == "link":
         assert [s[1] for s in start[1:]] + [start[0][2]] == pytest.approx([g + 3 * b / r] * 3, rel=1e-12)
-    elif fence == "fifo":
+    elif fence in ("fifo", "fifo+gate"):
         assert [s[1] for s in start[1:]] == pytest.approx([g + 2 * b / r] * 2, rel=1e-12)
         assert start[0][2] == pytest.approx(g + 3 * b / r, rel=1e-12)
     else:
@@ -112,6 +114,20 @@ def test_cc_fence_semantics_by_hand_in_both_engines(fence):
     _, fast, _ = _cc_fence_point(fence, "fast")
     for name, column in t.columns().items():                                  # bit-identical engines
         assert np.array_equal(column, fast.columns()[name], equal_nan=True), name
+
+
+@pytest.mark.parametrize("engine", ["simpy", "fast"])
+def test_cc_fifo_then_gate_by_hand(engine):
+    """fifo+gate with a link gate of B/2: CTA 1's and 2's fences end at G + 2B/R, when CTA 0's B
+    (issued from 2G on) is still in the stage, so their loads wait on until the total falls to B/2:
+    G + (3B - B/2)/R; CTA 0's fence waits for all 3B and then finds the stage empty: G + 3B/R, as
+    with fifo alone (and link, threshold 0, holds all three to G + 3B/R)."""
+    g, b, r = 3.6, 32768.0, 1e4
+    _, _, start = _cc_fence_point("fifo+gate", engine, LoadGate(b / 2, "link"))
+    assert [s[1] for s in start[1:]] == pytest.approx([g + 2.5 * b / r] * 2, rel=1e-12)
+    assert start[0][2] == pytest.approx(g + 3 * b / r, rel=1e-12)
+    _, _, fifo = _cc_fence_point("fifo", engine, LoadGate(b / 2, "link"))
+    assert [s[1] for s in fifo[1:]] == pytest.approx([g + 2 * b / r] * 2, rel=1e-12)   # no gate after the fence
 
 
 def test_gap_above_threshold_leaves_only_issue_in_both_models():

@@ -311,3 +311,35 @@ def test_stall_many_pauses_of_long_loads():
     pauses = b.times.gate_wait_us[:40] / (2.0 - 2000.0 * 0.1 / 3900.0)
     assert pauses.min() > 30
     np.testing.assert_allclose(pauses, np.round(pauses), atol=1e-6)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_fifo_link_is_the_fence_then_the_link_gate_by_hand(engine):
+    """fifo-link: the fifo target at 0 (the fence), then the link gate. Threshold 500 B: A's fence
+    ends when D reaches A(1.5) = 3000 B, at 4.0; the total q is then 3500 - 1500 = 2000 B > 500, so
+    it waits on at the link gate until 5.5 (as link scope alone); B's fence ends at 2.5 + 3500 / 1000
+    = 6.0 with the stage empty (link alone: 5.5). At 2500 B the link gate is open when A's fence
+    ends: 4.0, the fence alone; an infinite threshold is the fifo fence at 0."""
+    for threshold, starts in ((500.0, [5.5, 6.0]), (2500.0, [4.0, 6.0]), (math.inf, [4.0, 6.0])):
+        t = simulate(gated(late_injector(), threshold, "fifo-link"), engine).times
+        np.testing.assert_allclose(t.mainloop_start[[1, 3]], starts, rtol=1e-12)
+        np.testing.assert_allclose(t.gate_wait_us[[1, 3]], np.subtract(starts, [1.5, 2.5]), rtol=1e-12)
+
+
+@pytest.mark.parametrize("threshold", [0.0, 300.0, 1200.0, math.inf])
+def test_fifo_link_engines_agree_and_inf_is_the_fifo_fence(threshold):
+    """Both engines bit for bit on two stages of mixed tiles; at an infinite threshold fifo-link
+    is the fifo gate at 0 (a fifo-link gate is never open: the workload keeps it)."""
+    w = workload(mixed_streams(), drain=900.0, capacity=3000.0, staging_depth=0, gpus=[0, 1, 0, 1, 0],
+                 n_xstages=2)
+    fast = simulate(gated(w, threshold, "fifo-link"), "fast")
+    assert_identical(simulate(gated(w, threshold, "fifo-link"), "simpy"), fast)
+    assert fast.times.gate_wait_us.max() > 0
+    if threshold == math.inf:
+        assert gated(w, threshold, "fifo-link").gate is not None
+        assert_identical(simulate(gated(w, 0.0, "fifo"), "fast"), fast)
+
+
+def test_fifo_link_has_no_stall_mode():
+    with pytest.raises(ValueError, match='"mode" stall needs scope producer or link'):
+        LoadGate(1.0, "fifo-link", "stall")

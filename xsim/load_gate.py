@@ -12,6 +12,11 @@ below ``threshold_bytes``:
   until the stage has drained all but ``threshold_bytes`` of what it had accepted by then
   (cumulative drained >= cumulative accepted at that instant - threshold); bytes accepted later,
   by any producer, do not hold it. With nothing accepted while it waits this is scope "link".
+- ``scope = "fifo-link"``: a system-scope fence, then the loads behind it: first the stage drains
+  everything it had accepted when the mainloop began to wait (scope "fifo" at threshold 0: the
+  fence's flush is ordered behind the posted writes ahead of it), then the mainloop waits as at a
+  link-scope gate of ``threshold_bytes`` (its loads are held like any other mainloop's). With an
+  infinite threshold it is the fifo fence alone (never open).
 
 ``threshold_bytes = 0`` with scope ``producer`` is "wait for my own stores to drain"; an
 infinite threshold is the model without a gate. The engines apply it to the tiles of a
@@ -36,7 +41,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-SCOPES = ("producer", "link", "fifo")
+SCOPES = ("producer", "link", "fifo", "fifo-link")
 MODES = ("start", "stall")
 STALL_SCOPES = ("producer", "link")
 
@@ -68,8 +73,9 @@ class LoadGate:
 
     @property
     def is_open(self) -> bool:
-        """An infinite threshold: no mainloop ever waits (the model without a gate)."""
-        return self.threshold_bytes == math.inf
+        """An infinite threshold: no mainloop ever waits (the model without a gate); a fifo-link
+        gate's fence holds at any threshold."""
+        return self.threshold_bytes == math.inf and self.scope != "fifo-link"
 
     @property
     def stalls(self) -> bool:

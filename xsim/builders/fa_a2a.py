@@ -17,7 +17,9 @@ rank's own slice. The CTA that computes a tile issues its stores itself (``stagi
   the CTA's own bytes have drained (completion coupling in the engines). ``link`` and ``fifo``
   are X-Stage coupling plus a load gate of threshold 0 and that scope on every next Q-loop
   (it replaces the platform's gate, which a release at an empty link always passes);
-  ``own`` is ``completion-coupled``, which the engines never gate;
+  ``own`` is ``completion-coupled``, which the engines never gate; ``fifo+gate``, the fifo
+  fence, then the next Q-loop's loads held by the platform's load gate at link scope, as every
+  fused Q-loop's are (the gate scope ``fifo-link``, :mod:`xsim.load_gate`);
 - ``fa-only``: the same tiles with no remote bytes;
 - ``tile_order`` (fused, cc): ``default`` as above, or ``remote-first`` (the kernels' ORDER 1,
   :func:`hwkernels.fa_layout.remote_first_coords`): the other owners' tiles first, so the last
@@ -44,6 +46,8 @@ A Q-loop loads K and V tiles (``mainloop_loads``): with a platform load gate
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from xsim.attention.predict import paced_residual_us, predict as closed_form
@@ -59,7 +63,8 @@ from xsim.workload import Workload, XStageParams
 
 VARIANTS = ("fused", "cc", "fa-only", "fused-paced")
 ORDERS = ("default", "remote-first")   # hwkernels.fa.ORDERS
-CC_FENCES = ("link", "fifo", "own")   # what cc's fence waits for: the stage empty, the bytes ahead, its own
+CC_FENCES = ("link", "fifo", "own", "fifo+gate")   # what cc's fence waits for: the stage empty, the bytes
+#                                                    ahead, its own; the bytes ahead, then the platform's gate
 
 PARAMS = {
     "variant": Param("str", "fused", "fused (X-Stage), cc (completion-coupled), fa-only, or fused-paced "
@@ -87,7 +92,9 @@ PARAMS = {
                         "or remote-first (the other owners' tiles first, the rank's own last, as fused-paced "
                         "always runs)", choices=ORDERS),
     "cc_fence": Param("str", "link", "cc: what each tile's system-scope fence waits for: link (the X-Stage empty, "
-                      "every CTA's bytes), fifo (the bytes accepted before it), own (the CTA's own bytes)",
+                      "every CTA's bytes), fifo (the bytes accepted before it), own (the CTA's own bytes), "
+                      "fifo+gate (the bytes accepted before it, then the next Q-loop's loads held by the "
+                      "platform's load gate at link scope, as fused's are)",
                       choices=CC_FENCES),
     "stagger_us": Param("us", 0.0, "fused, cc: each launch's program p starts its first tile stagger_us * p / K "
                         "late (staggered program phases: the kernels' STAGGER_NS)", minimum=0),
@@ -240,6 +247,9 @@ def _coupling(params: dict, platform: Platform) -> tuple[str, LoadGate | None]:
         return "xstage", platform.load_gate
     if params["cc_fence"] == "own":
         return "completion-coupled", platform.load_gate
+    if params["cc_fence"] == "fifo+gate":
+        then = platform.load_gate.threshold_bytes if platform.load_gate is not None else math.inf
+        return "xstage", LoadGate(then, "fifo-link")
     return "xstage", LoadGate(0.0, params["cc_fence"])
 
 

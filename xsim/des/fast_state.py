@@ -54,7 +54,7 @@ INT_MAX = np.iinfo(np.int64).max
 # MMA_GEN), K_PAUSE: the stage pauses it (SimPy's Process.interrupt)
 (K_MMA, K_ISSUER, K_STORE_PUT, K_STORE_GET, K_SLOT_PUT, K_DRAINED, K_WAKE, K_DRAIN, K_MAIN, K_PAUSE) = range(10)
 # the load gate the workload's mainloops wait at (State.gate)
-GATE_NONE, GATE_PRODUCER, GATE_LINK, GATE_FIFO = range(4)
+GATE_NONE, GATE_PRODUCER, GATE_LINK, GATE_FIFO, GATE_FIFO_LINK = range(5)
 
 # per tile: TileTimes' fields in order (the results), the drain mark, the workload's float columns
 TileF = layout("TileF", "MAINLOOP_START MAINLOOP_END ISSUE_START ISSUE_END DRAIN_END STALL DEP_WAIT GATE_WAIT "
@@ -81,14 +81,17 @@ ProducerF = layout("ProducerF", "READY DEPS_MET SLOT_AT GATE_ACC RUN_T LEFT PAUS
 CounterI = layout("CounterI", "VALUE HEAD TAIL MIN_WAIT")   # waiting producers HEAD .. TAIL
 # per stage: the time and total of the last q(t) point; the drain's pending timeout (inf: none);
 # when the total q reaches a link-scope load gate's threshold (fifo scope: the head waiter's
-# target); fifo scope: bytes accepted since the anchor at the last turn, that turn's time, the rate since
-DrainF = layout("DrainF", "TRACE_T TRACE_Q TIMER GATE_KEY ACC ACC_T ACC_RATE")
+# target); fifo scope: bytes accepted since the anchor at the last turn, that turn's time, the rate since;
+# fifo-link scope: when the total q reaches the link threshold (the waiters past the fence)
+DrainF = layout("DrainF", "TRACE_T TRACE_Q TIMER GATE_KEY ACC ACC_T ACC_RATE THEN_KEY")
 # per stage: the drain's generation (a wake of an older one is stale), how it sleeps (SLEEP_*),
 # whether its (timeout | wake) condition is pending, whether it was woken this instant; the
 # stage's columns BASE .. BASE + SIZE; the key SimPy would give its timer; the producers waiting
 # at a link- or fifo-scope load gate, GATE_HEAD .. GATE_TAIL (linked through ProducerI.GATE_NEXT; -1: none);
-# how many mainloops are at a link-scope stall gate (GATE_KEY: its next crossing)
-DrainI = layout("DrainI", "GEN SLEEP COND WOKEN SIZE BASE TIMER_KEY GATE_HEAD GATE_TAIL STALL_COUNT")
+# how many mainloops are at a link-scope stall gate (GATE_KEY: its next crossing); fifo-link scope: the
+# producers past the fence at the link gate, THEN_HEAD .. THEN_TAIL (through ProducerI.GATE_NEXT too)
+DrainI = layout("DrainI", "GEN SLEEP COND WOKEN SIZE BASE TIMER_KEY GATE_HEAD GATE_TAIL STALL_COUNT THEN_HEAD "
+                          "THEN_TAIL")
 SLEEP_WAKE_ONLY, SLEEP_COND = 1, 2   # the drain sleeps on its wake event / on (timeout | wake)
 # per column: its producer, the tile it issues (-1: none), its FIFO of drain marks (tiles)
 Column = layout("Column", "PRODUCER ISSUING MARK_HEAD MARK_TAIL")
@@ -124,7 +127,7 @@ class State(NamedTuple):
     queue: Queue
     coupled: bool         # completion-coupled: the issuer waits for each tile's last byte
     tracing: bool         # record the q(t) breakpoints
-    gate: int             # the load gate mainloops wait at: GATE_NONE, GATE_PRODUCER, GATE_LINK or GATE_FIFO
+    gate: int             # the load gate mainloops wait at: GATE_NONE, GATE_PRODUCER, GATE_LINK, GATE_FIFO or GATE_FIFO_LINK
     stall: bool           # the gate's mode is stall: it also pauses running mainloops (xsim.des.stall)
 
 
@@ -162,8 +165,9 @@ def _xstages(w: Workload) -> XStages:
     drain_i[:, DrainI.SIZE] = np.bincount(w.producer_gpu, minlength=n_g)
     drain_i[:, DrainI.BASE] = np.concatenate([[0], np.cumsum(drain_i[:, DrainI.SIZE])[:-1]])
     drain_i[:, DrainI.GATE_HEAD] = drain_i[:, DrainI.GATE_TAIL] = -1
+    drain_i[:, DrainI.THEN_HEAD] = drain_i[:, DrainI.THEN_TAIL] = -1
     drain_f = columns(DrainF, n_g)
-    drain_f[:, DrainF.TIMER] = drain_f[:, DrainF.GATE_KEY] = math.inf
+    drain_f[:, DrainF.TIMER] = drain_f[:, DrainF.GATE_KEY] = drain_f[:, DrainF.THEN_KEY] = math.inf
     producers = np.argsort(w.producer_gpu, kind="stable")  # column -> producer
     weight = np.asarray(w.producer_weight, dtype=float)
     gate_bytes = w.gate.threshold_bytes if w.gate is not None else math.inf
@@ -197,7 +201,7 @@ def initial_state(w: Workload, trace: bool) -> State:
     counters[:, CounterI.HEAD] = counters[:, CounterI.TAIL] = -1
     counters[:, CounterI.MIN_WAIT] = INT_MAX
     queue = event_queue.empty(8 * w.n_producers + 8 * len(w.xstages) + 1024)  # a few per process, with room
-    scopes = {"producer": GATE_PRODUCER, "link": GATE_LINK, "fifo": GATE_FIFO}
+    scopes = {"producer": GATE_PRODUCER, "link": GATE_LINK, "fifo": GATE_FIFO, "fifo-link": GATE_FIFO_LINK}
     gate = GATE_NONE if w.gate is None else scopes[w.gate.scope]
     return State(_tiles(w), _producers(w, x), counters, x, queue, w.coupling == "completion-coupled", trace, gate,
                  w.gate is not None and w.gate.stalls)

@@ -21,7 +21,7 @@ import math
 
 from xsim.des import fast_stall, fluid, gate, stall
 from xsim.des.event_queue import NORMAL, new_key, succeed
-from xsim.des.fast_state import (DR_SCHEDULED, GATE_FIFO, GATE_LINK, GATE_PRODUCER, K_DRAIN, K_DRAINED, K_ISSUER,
+from xsim.des.fast_state import (DR_SCHEDULED, GATE_FIFO, GATE_FIFO_LINK, GATE_LINK, GATE_PRODUCER, K_DRAIN, K_DRAINED, K_ISSUER,
                                  K_MMA, K_WAKE, SLEEP_COND, SLEEP_WAKE_ONLY, Column, DrainF, DrainI, ProducerF,
                                  ProducerI, TileF, TileI, fluid_stage)
 from xsim.des.fluid_state import GATE_PAST, Fluid, List, Stage, Status
@@ -57,19 +57,23 @@ def gate_closed(x, producers, g, k, p, now, q, scope):
     fifo scope: at the end of the stage's list of waiters, fifo with the stage's accepted bytes
     now), the drain woken to take it in. ``producers``: the Producers bundle (i, f)."""
     stage, count, f, status, lists, _ = fluid_stage(x, g)
-    if scope == GATE_LINK or scope == GATE_FIFO:
-        if gate.link_open(stage, f, status, x.drain_i[g, DrainI.SIZE], now):
+    fifo = scope == GATE_FIFO or scope == GATE_FIFO_LINK
+    if scope == GATE_LINK or fifo:
+        if scope == GATE_FIFO_LINK:
+            if gate.link_total(stage, f, status, x.drain_i[g, DrainI.SIZE], now) <= 0.0:
+                return False   # nothing ahead: the fence passes, and the link gate with it
+        elif gate.link_open(stage, f, status, x.drain_i[g, DrainI.SIZE], now):
             return False
         d, df, pi = x.drain_i, x.drain_f, producers.i
         if d[g, DrainI.GATE_HEAD] < 0:
             df[g, DrainF.GATE_KEY] = INF
-            if scope == GATE_FIFO:  # the anchor: no one waits before this one
+            if fifo:  # the anchor: no one waits before this one
                 df[g, DrainF.ACC], df[g, DrainF.ACC_T], df[g, DrainF.ACC_RATE] = 0.0, now, 0.0
             d[g, DrainI.GATE_HEAD] = p
         else:
             pi[d[g, DrainI.GATE_TAIL], ProducerI.GATE_NEXT] = p
         d[g, DrainI.GATE_TAIL], pi[p, ProducerI.GATE_NEXT] = p, -1
-        if scope == GATE_FIFO:
+        if fifo:
             producers.f[p, ProducerF.GATE_ACC] = gate.fifo_acc(df[g, DrainF.ACC], df[g, DrainF.ACC_T],
                                                                df[g, DrainF.ACC_RATE], now)
     else:
@@ -163,33 +167,70 @@ def _settle(x, tiles, producers, g, now, q, scope, stalls):
                 succeed(q, now, K_MMA, p, 0)
                 p = producers.i[p, ProducerI.GATE_NEXT]
             d[g, DrainI.GATE_HEAD] = d[g, DrainI.GATE_TAIL] = -1
-    elif scope == GATE_FIFO and d[g, DrainI.GATE_HEAD] >= 0:
-        _fifo_turn(x, producers, g, n, now, q)
+    elif scope == GATE_FIFO or scope == GATE_FIFO_LINK:
+        if d[g, DrainI.GATE_HEAD] >= 0:
+            _fifo_turn(x, producers, g, n, now, q, scope == GATE_FIFO_LINK)
+        if d[g, DrainI.THEN_HEAD] >= 0:
+            _then_turn(x, producers, g, n, now, q)
 
 
 @inline
-def _fifo_turn(x, producers, g, n, now, q):
+def _fifo_turn(x, producers, g, n, now, q, then_link):
     """XStage._fifo_turn: advance the stage's accepted bytes, release the waiters at their target
-    from the head (in the order they began to wait), key the new head."""
+    from the head (in the order they began to wait; fifo-link: on to the link gate), key the new head."""
     stage, _, fluid_g, status_g, _, _ = fluid_stage(x, g)
     d, df, pi, pf = x.drain_i, x.drain_f, producers.i, producers.f
     acc = gate.fifo_acc(df[g, DrainF.ACC], df[g, DrainF.ACC_T], df[g, DrainF.ACC_RATE], now)
     total, slope, accept = gate.fifo_motion(stage, fluid_g, status_g, n, now)
     df[g, DrainF.ACC], df[g, DrainF.ACC_T], df[g, DrainF.ACC_RATE] = acc, now, accept
     p = d[g, DrainI.GATE_HEAD]
-    excess = gate.fifo_excess(stage, total, acc, pf[p, ProducerF.GATE_ACC])
+    threshold = gate.fifo_threshold(stage, then_link)
+    excess = gate.fifo_excess_below(total, acc, pf[p, ProducerF.GATE_ACC], threshold)
     bound = gate.fifo_bound(excess, df[g, DrainF.GATE_KEY], now)
     while excess <= bound:
-        succeed(q, now, K_MMA, p, 0)
-        p = pi[p, ProducerI.GATE_NEXT]
+        nxt = pi[p, ProducerI.GATE_NEXT]
+        _past_fence(x, producers, g, p, total, now, q, then_link)
+        p = nxt
         if p < 0:
             break
-        excess = gate.fifo_excess(stage, total, acc, pf[p, ProducerF.GATE_ACC])
+        excess = gate.fifo_excess_below(total, acc, pf[p, ProducerF.GATE_ACC], threshold)
     d[g, DrainI.GATE_HEAD], df[g, DrainF.GATE_KEY] = p, INF
     if p < 0:
         d[g, DrainI.GATE_TAIL] = -1
     else:
         df[g, DrainF.GATE_KEY] = gate.fifo_key(now, excess, slope, accept)
+
+
+@inline
+def _past_fence(x, producers, g, p, total, now, q, then_link):
+    """XStage._past_fence: producer p at its fifo target starts (fifo, or the link gate open at the
+    total q ``total``) or joins the link gate's waiters (fifo-link)."""
+    d, pi = x.drain_i, producers.i
+    if not then_link or total <= x.stage[g][Stage.GATE]:
+        succeed(q, now, K_MMA, p, 0)
+        return
+    if d[g, DrainI.THEN_HEAD] < 0:
+        x.drain_f[g, DrainF.THEN_KEY] = INF
+        d[g, DrainI.THEN_HEAD] = p
+    else:
+        pi[d[g, DrainI.THEN_TAIL], ProducerI.GATE_NEXT] = p
+    d[g, DrainI.THEN_TAIL], pi[p, ProducerI.GATE_NEXT] = p, -1
+
+
+@inline
+def _then_turn(x, producers, g, n, now, q):
+    """XStage._then_turn: fifo-link, after the fence's turn: release the link gate's waiters
+    together once the total q is at or below the threshold (or their key is due), else key it."""
+    stage, _, fluid_g, status_g, _, _ = fluid_stage(x, g)
+    d = x.drain_i
+    released, x.drain_f[g, DrainF.THEN_KEY] = gate.link_turn(stage, fluid_g, status_g, n, now,
+                                                             x.drain_f[g, DrainF.THEN_KEY])
+    if released:
+        p = d[g, DrainI.THEN_HEAD]
+        while p >= 0:
+            succeed(q, now, K_MMA, p, 0)
+            p = producers.i[p, ProducerI.GATE_NEXT]
+        d[g, DrainI.THEN_HEAD] = d[g, DrainI.THEN_TAIL] = -1
 
 
 @jit
@@ -238,6 +279,8 @@ def drain_turn(x, tiles, producers, g, now, q, tracing, scope, stalls):
     if (scope >= GATE_LINK and d[g, DrainI.GATE_HEAD] >= 0 and not stalls) or \
             (stalls and scope == GATE_LINK and d[g, DrainI.STALL_COUNT] > 0):  # link or fifo; link stall
         dt = min(dt, max(df[g, DrainF.GATE_KEY] - now, 0.0))
+    if d[g, DrainI.THEN_HEAD] >= 0:   # fifo-link: past the fence, at the link gate
+        dt = min(dt, max(df[g, DrainF.THEN_KEY] - now, 0.0))
     if dt == INF:
         d[g, DrainI.SLEEP], df[g, DrainF.TIMER] = SLEEP_WAKE_ONLY, INF
     else:

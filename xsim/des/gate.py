@@ -19,6 +19,10 @@ instant the occupancy reaches the threshold:
   (:func:`fifo_excess`, > 0 while it waits) falls at the drain rate, so like link scope it is
   one stage-level crossing key per turn (:func:`fifo_motion`, :func:`fifo_key`).
 
+- **fifo-link scope**: the fifo scope at threshold 0 (a fence), then the link scope at the
+  stage's threshold: a waiter the fifo turn releases joins a second list, the link waiters, whose
+  turn follows in the same drain turn (its own crossing key, :func:`link_turn`).
+
 Checking the gate never moves the stage (:func:`clock_at` evaluates the clock without storing
 it), so a mainloop that passes at once leaves every result exactly as without a gate.
 """
@@ -161,7 +165,20 @@ def fifo_excess(stage, total, acc, acc_waiter):
     """How far a waiter that began to wait at accepted bytes ``acc_waiter`` is above its target
     (> 0: it waits): the total q less the bytes accepted since, less the threshold. With nothing
     accepted since (``acc == acc_waiter``) it is exactly link scope's ``total - threshold``."""
-    return (total - (acc - acc_waiter)) - stage[Stage.GATE]
+    return fifo_excess_below(total, acc, acc_waiter, stage[Stage.GATE])
+
+
+@jit
+def fifo_excess_below(total, acc, acc_waiter, threshold):
+    """:func:`fifo_excess` with the fifo target's own ``threshold`` (scope "fifo-link": 0, its
+    fence, while the stage's threshold is the link gate's after it)."""
+    return (total - (acc - acc_waiter)) - threshold
+
+
+@jit
+def fifo_threshold(stage, then_link):
+    """The fifo target's threshold: 0 for a fifo-link gate's fence, else the stage's."""
+    return 0.0 if then_link else stage[Stage.GATE]
 
 
 @jit

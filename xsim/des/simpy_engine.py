@@ -17,7 +17,7 @@ import numpy as np
 import simpy
 
 from xsim.des import fluid, gate
-from xsim.des.fluid_state import Fluid
+from xsim.des.fluid_state import Fluid, Stage
 from xsim.des.result import SimResult, TileTimes
 from xsim.des.simpy_stall import StallGate
 from xsim.des.water_fill import flows
@@ -46,12 +46,15 @@ class XStage:
         self._marks: list[list] = [[] for _ in range(n)]  # FIFO of (mark, event) per producer
         self._issued: list = [None] * n
         self._link = start_scope == "link"
-        self._fifo = start_scope == "fifo"
+        self._fifo = start_scope in ("fifo", "fifo-link")
+        self._then_link = start_scope == "fifo-link"   # a fifo fence at 0, then the link gate
         self._own_gate = start_scope == "producer" and gate_bytes < np.inf  # a gate key per producer
         self._gated: list = [None] * n   # producer scope: the event a waiting mainloop yields
         self._link_waiting: list = []    # link scope: the waiting mainloops' events, in order;
         #                                  fifo scope: (accepted bytes when it began, event), in order
         self._link_key = np.inf          # link, fifo scope: when the total q (the head's excess) reaches it
+        self._then_waiting: list = []    # fifo-link scope: past the fence, waiting at the link gate, in order
+        self._then_key = np.inf          # fifo-link scope: when the total q reaches the link threshold
         self._acc = (0.0, 0.0, 0.0)      # fifo scope: bytes accepted since the anchor, at, rate since
         self.trace_t: list[float] | None = [0.0] if trace else None
         self.trace_q: list[float] = [0.0]
@@ -82,7 +85,10 @@ class XStage:
         instant gives it its key)."""
         s, now, i = self.s, self.env.now, self.local[producer]
         if self._link or self._fifo:
-            if gate.link_open(s.stage, s.fluid, s.status, self.n, now):
+            if self._then_link:
+                if gate.link_total(s.stage, s.fluid, s.status, self.n, now) <= 0.0:
+                    return None   # nothing ahead: the fence passes, and the link gate with it
+            elif gate.link_open(s.stage, s.fluid, s.status, self.n, now):
                 return None
             if not self._link_waiting:
                 self._link_key = np.inf
@@ -139,8 +145,11 @@ class XStage:
         self._flows()
         if self.stall is not None and self.stall.link:
             self.stall.link_turn(now)
-        elif self._fifo and self._link_waiting:
-            self._fifo_turn(now)
+        elif self._fifo:
+            if self._link_waiting:
+                self._fifo_turn(now)
+            if self._then_waiting:
+                self._then_turn(now)
         elif self._link_waiting:
             released, self._link_key = gate.link_turn(s.stage, x, s.status, self.n, now, self._link_key)
             if released:
@@ -161,14 +170,35 @@ class XStage:
         acc = gate.fifo_acc(*self._acc, now)
         total, slope, accept = gate.fifo_motion(s.stage, s.fluid, s.status, self.n, now)
         self._acc = (acc, now, accept)
-        excess = gate.fifo_excess(s.stage, total, acc, waiting[0][0])
+        threshold = gate.fifo_threshold(s.stage, self._then_link)
+        excess = gate.fifo_excess_below(total, acc, waiting[0][0], threshold)
         bound = gate.fifo_bound(excess, self._link_key, now)
         while excess <= bound:
-            waiting.pop(0)[1].succeed()
+            self._past_fence(waiting.pop(0)[1], total)
             if not waiting:
                 break
-            excess = gate.fifo_excess(s.stage, total, acc, waiting[0][0])
+            excess = gate.fifo_excess_below(total, acc, waiting[0][0], threshold)
         self._link_key = gate.fifo_key(now, excess, slope, accept) if waiting else np.inf
+
+    def _past_fence(self, event, total: float) -> None:
+        """A fifo waiter at its target: it starts (scope fifo, or the link gate open at the total q
+        ``total``), or waits on at the link gate (fifo-link)."""
+        if not self._then_link or total <= self.s.stage[Stage.GATE]:
+            event.succeed()
+            return
+        if not self._then_waiting:
+            self._then_key = np.inf
+        self._then_waiting.append(event)
+
+    def _then_turn(self, now: float) -> None:
+        """fifo-link scope, after the fence's turn: release the link gate's waiters together once
+        the total q is at or below the threshold (or their crossing key is due), else key it."""
+        s = self.s
+        released, self._then_key = gate.link_turn(s.stage, s.fluid, s.status, self.n, now, self._then_key)
+        if released:
+            self._then_waiting, waiting = [], self._then_waiting
+            for event in waiting:
+                event.succeed()
 
     def drain(self):
         """The drain process: sleep until the next fluid event or a new issuer."""
@@ -177,8 +207,10 @@ class XStage:
             self._settle()
             self._wake = self.env.event()
             dt = fluid.next_event(self.s.stage, self.s.fluid, self.s.trees, self.n, self.env.now, True)
-            if self._link_waiting:
-                dt = min(dt, max(self._link_key - self.env.now, 0.0))
+            if self._link_waiting or self._then_waiting:
+                key = min(self._link_key if self._link_waiting else np.inf,
+                          self._then_key if self._then_waiting else np.inf)
+                dt = min(dt, max(key - self.env.now, 0.0))
             elif self.stall is not None and self.stall.link and self.stall.count:
                 dt = min(dt, max(self.stall.key - self.env.now, 0.0))
             if dt == float("inf"):
