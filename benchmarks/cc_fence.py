@@ -1,6 +1,6 @@
 """What does a system-scope fence wait for on the host link? The fence microbenchmark, then FA+A2A's cc.
 
-Four readings of a CTA's fence after its posted host stores (docs/fa-a2a-report.md, "What a
+Five readings of a CTA's fence after its posted host stores (docs/fa-a2a-report.md, "What a
 system-scope fence waits for"):
 
 - ``link``: until the X-Stage is empty: every CTA's bytes, also those accepted while it waits
@@ -8,6 +8,8 @@ system-scope fence waits for"):
 - ``fifo``: until the stage has drained what it had accepted when the fence began (``"fifo"``);
 - ``own``: until the CTA's own bytes have drained (``"own"``, completion coupling: the engines'
   weighted drain gives each CTA its share, so favoured CTAs finish early);
+- ``fifo+gate``: ``fifo``, then the next mainloop's loads held by the platform's load gate (link
+  scope, 328.9 kB), as in the fused kernel (``"fifo+gate"``, the gate scope ``fifo-link``);
 - ``own+gate``: ``own``, then the next mainloop's loads held by the platform's load gate (link
   scope, 328.9 kB) as in the fused kernel. Not a builder option: here the workload is rewritten
   (X-Stage coupling, the platform gate, and a per-tile counter that each tile signals when its
@@ -56,7 +58,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RECORDS = ROOT / "calibration" / "records" / "h200-pcie-host-loadgate.jsonl"
 TRACES = ROOT / "calibration" / "records" / "h200-pcie-host-loadgate-traces.npz"
 OUT = ROOT / "benchmarks" / "results" / "cc_fence.txt"
-READINGS = ("link", "fifo", "own", "own+gate")
+READINGS = ("link", "fifo", "own", "fifo+gate", "own+gate")
 BASE_US = 1.0   # the DES's load phase without a gate (only when the loads start is compared)
 
 
@@ -79,6 +81,8 @@ def own_then_gate(w: Workload, gate: LoadGate | None) -> Workload:
 def fence_workload(shape: Shape, platform, reading: str) -> Workload:
     if reading in ("link", "fifo"):
         return workload(shape, platform, LoadGate(0.0, reading))
+    if reading == "fifo+gate":
+        return workload(shape, platform, LoadGate(platform.load_gate.threshold_bytes, "fifo-link"))
     own = dataclasses.replace(workload(shape, platform, None), coupling="completion-coupled")
     return own if reading == "own" else own_then_gate(own, platform.load_gate)
 

@@ -64,7 +64,8 @@ def _des(shape: AttentionShape, qloop: QLoop, platform, variant: str) -> float:
         "variant": variant, "seq_len": shape.seq_len, "batch": shape.batch, "heads": shape.heads, "sp": shape.sp,
         "head_dim": shape.head_dim, "block_m": shape.block_m, "block_n": shape.block_n, "producers": shape.producers,
         "destination": "peer", "sigma_us_per_kv_tile": qloop.sigma_us_per_kv_tile,
-        "qloop_fixed_us": qloop.fixed_us}, "prediction")
+        "qloop_fixed_us": qloop.fixed_us,
+        "cc_fence": "link"}, "prediction")   # the fence the committed predictions were made with (the default since: fifo+gate)
     return builder.summarize(simulate(builder.build(params, platform), engine="fast", trace=False), params)["e_res_us"]
 
 

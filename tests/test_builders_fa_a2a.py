@@ -1,7 +1,9 @@
 """The fa_a2a builder: the kernel's tile streams, the DES against the closed form in its regimes,
 the shipped scenarios through the CLI, and one-line errors."""
 
+import dataclasses
 import json
+import math
 
 import numpy as np
 import pytest
@@ -45,7 +47,10 @@ def test_streams_are_the_kernels_tiles_replayed():
     assert (w.signal_counter == 0).sum() == 12 and (w.wait_counter == 0).sum() == 12 and set(w.wait_value) <= {0, 12}
     assert fa_a2a.build(params(variant="fa-only"), toy()).bytes.sum() == 0
     cc = fa_a2a.build(params(variant="cc", t_lat_us=0.5), toy())
-    assert cc.coupling == "xstage" and cc.load_gate == LoadGate(0.0, "link")        # the default fence: link
+    assert cc.coupling == "xstage" and cc.load_gate == LoadGate(math.inf, "fifo-link")   # the default: fifo+gate
+    gated = dataclasses.replace(toy(), load_gate=LoadGate(4096.0, "link"))
+    assert fa_a2a.build(params(variant="cc"), gated).load_gate == LoadGate(4096.0, "fifo-link")
+    assert fa_a2a.build(params(variant="cc", cc_fence="link"), gated).load_gate == LoadGate(0.0, "link")
     assert np.all(cc.epilogue_us[cc.bytes > 0] == 0.5)
     own = fa_a2a.build(params(variant="cc", cc_fence="own"), toy())
     assert own.coupling == "completion-coupled" and own.load_gate is None
@@ -217,7 +222,7 @@ def test_sweep_over_seq_len_and_block_m(capsys, tmp_path):
     ("seq_len=8704", 'must be divisible by the tile "block_m" (128)'),
     ("head_dim=96", '"head_dim" must be one of (64, 128), got 96'),
     ("variant=serial", '"variant" must be one of fused, cc, fa-only'),
-    ("cc_fence=sys", '"cc_fence" must be one of link, fifo, own'),
+    ("cc_fence=sys", '"cc_fence" must be one of link, fifo, own, fifo+gate'),
     ("tile_order=backwards", '"tile_order" must be one of default, remote-first'),
 ])
 def test_bad_points_are_one_line_exit_2(capsys, assignment, message):

@@ -11,15 +11,17 @@ rank's own slice. The CTA that computes a tile issues its stores itself (``stagi
 - ``cc``: completion-coupled, each tile's stores are fenced at system scope before the CTA
   starts its next tile; ``t_lat_us`` is a fixed completion latency before the stores. What the
   fence waits for is ``cc_fence`` (docs/fa-a2a-report.md, "What a system-scope fence waits for"):
-  ``link`` (default), until the X-Stage is empty, every CTA's bytes, also those accepted while it
-  waits (the host link's fence microbenchmark: every CTA's fence ends when the link has drained);
+  ``link``, until the X-Stage is empty, every CTA's bytes, also those accepted while it waits
+  (the host link's fence microbenchmark: every CTA's fence ends when the link has drained);
   ``fifo``, until the stage has drained what it had accepted when the fence began; ``own``, until
   the CTA's own bytes have drained (completion coupling in the engines). ``link`` and ``fifo``
   are X-Stage coupling plus a load gate of threshold 0 and that scope on every next Q-loop
   (it replaces the platform's gate, which a release at an empty link always passes);
   ``own`` is ``completion-coupled``, which the engines never gate; ``fifo+gate``, the fifo
   fence, then the next Q-loop's loads held by the platform's load gate at link scope, as every
-  fused Q-loop's are (the gate scope ``fifo-link``, :mod:`xsim.load_gate`);
+  fused Q-loop's are (the gate scope ``fifo-link``, :mod:`xsim.load_gate`; the default: as close
+  as ``link`` on the fence microbenchmark, and it keeps staggered programs apart where ``link``
+  re-aligns them at every fence);
 - ``fa-only``: the same tiles with no remote bytes;
 - ``tile_order`` (fused, cc): ``default`` as above, or ``remote-first`` (the kernels' ORDER 1,
   :func:`hwkernels.fa_layout.remote_first_coords`): the other owners' tiles first, so the last
@@ -91,7 +93,7 @@ PARAMS = {
     "tile_order": Param("str", "default", "fused, cc, fa-only: the kernels' tile order, default (fa_layout.tiles) "
                         "or remote-first (the other owners' tiles first, the rank's own last, as fused-paced "
                         "always runs)", choices=ORDERS),
-    "cc_fence": Param("str", "link", "cc: what each tile's system-scope fence waits for: link (the X-Stage empty, "
+    "cc_fence": Param("str", "fifo+gate", "cc: what each tile's system-scope fence waits for: link (the X-Stage empty, "
                       "every CTA's bytes), fifo (the bytes accepted before it), own (the CTA's own bytes), "
                       "fifo+gate (the bytes accepted before it, then the next Q-loop's loads held by the "
                       "platform's load gate at link scope, as fused's are)",
