@@ -25,8 +25,17 @@ CTAs) against when the DES's load phase starts (the loadgate point model,
 (``xsim report --experiment fa-a2a --cc-fence X``): the DES's E_cc per M under each reading and
 the report's errors. Nothing is fitted: the platform is the shipped profile.
 
+Part 3 (``--part late``), the points that tell ``link`` from ``fifo+gate`` on their own: the
+``fencelate`` suite (``hwkernels/loadgate_plan.py``: set A stores, fences, loads; set C stores D us
+after the barrier, while A's fences wait). Without ``--late-records`` it prints each reading's
+prediction of when A's loads start (committed before the suite ran:
+``benchmarks/results/cc_fence_late.txt``); with the records and their traces, the measured start
+(A's CTAs: stores issued + fence wait) beside them.
+
     PYTHONPATH=. python benchmarks/cc_fence.py [--part micro|fa|all]
-writes benchmarks/results/cc_fence.txt (atomically).
+writes benchmarks/results/cc_fence.txt (atomically);
+    PYTHONPATH=. python benchmarks/cc_fence.py --part late [--late-records R.jsonl --late-traces T.npz]
+writes benchmarks/results/cc_fence_late.txt.
 """
 
 from __future__ import annotations
@@ -58,6 +67,8 @@ ROOT = Path(__file__).resolve().parent.parent
 RECORDS = ROOT / "calibration" / "records" / "h200-pcie-host-loadgate.jsonl"
 TRACES = ROOT / "calibration" / "records" / "h200-pcie-host-loadgate-traces.npz"
 OUT = ROOT / "benchmarks" / "results" / "cc_fence.txt"
+OUT_LATE = ROOT / "benchmarks" / "results" / "cc_fence_late.txt"
+ROLE_A = 0   # hwkernels.loadgate_kernels.ROLE_STORE_LOAD: a CTA of set A
 READINGS = ("link", "fifo", "own", "fifo+gate", "own+gate")
 BASE_US = 1.0   # the DES's load phase without a gate (only when the loads start is compared)
 
@@ -181,14 +192,78 @@ def fa_table(platform, engine: str) -> str:
     return "\n".join(lines)
 
 
+def late_shape(p) -> Shape:
+    """A fencelate point (a Point, or a record's params as a namespace) as the loadgate model's shape."""
+    return Shape(storers=p.store_ctas, burst_bytes=float(p.burst_bytes), base_us=BASE_US, late_ctas=p.late_ctas,
+                 late_bytes=float(p.late_bytes), late_delay_us=p.late_delay_us)
+
+
+def late_rows(platform, engine: str, records: str | None = None, traces: str | None = None) -> list[dict]:
+    from hwkernels import loadgate_plan as plan   # pure data: the suite's points, no GPU
+
+    measured = {}
+    if records:
+        tr = np.load(traces)
+        for r in load_records([records]).select("loadgate"):
+            if r.params.get("variant") != "late-fence" or not r.check_ok:
+                continue
+            key = plan.Point("late-fence", r.params["ctas"], r.params["burst_bytes"], r.params["load_bytes"],
+                             storers=r.params["producers"], late_bytes=r.params["late_bytes"],
+                             late_delay_us=r.params["late_delay_us"]).key
+            a = tr[key + "__role"] == ROLE_A
+            measured[key] = np.percentile((tr[key + "__issued_at_us"] + tr[key + "__wait_us"])[a], [10, 50, 90])
+    rate = platform.effective_drain_rate_gbps(1) * 1e3
+    rows = []
+    for pt in plan.fencelate_plan():
+        if pt.variant != "late-fence" or pt.burst_bytes == 0:
+            continue
+        row = {"key": pt.key, "a": pt.store_ctas, "b": pt.burst_bytes, "c": pt.late_ctas * pt.late_bytes,
+               "d": pt.late_delay_us, "v_over_r": pt.store_ctas * pt.burst_bytes / rate, "measured": measured.get(pt.key)}
+        for reading in READINGS:
+            w = fence_workload(late_shape(pt), platform, reading)
+            t = simulate(w, engine=engine, trace=False).times
+            row[reading] = np.percentile(t.mainloop_start[w.kind == LOAD], [10, 50, 90])
+        rows.append(row)
+    return rows
+
+
+def late_table(rows: list[dict]) -> str:
+    fmt = "{:.1f} / {:.1f} / {:.1f}".format
+    lines = ["When set A's loads start after its fence (us from the barrier, p10 / median / p90 over A's CTAs), "
+             "C's bytes accepted while A's fences wait:", "",
+             "| A x B | C's total (kB), from D us | A's V/R | measured | " + " | ".join(READINGS) + " |",
+             "|" + " --- |" * (4 + len(READINGS))]
+    for r in rows:
+        m = "-" if r["measured"] is None else fmt(*r["measured"])
+        lines.append(f"| {r['a']} x {r['b'] // 1024} KiB | {r['c'] / 1e3:.0f}, {r['d']:g} | {r['v_over_r']:.1f} | {m} | "
+                     + " | ".join(fmt(*r[x]) for x in READINGS) + " |")
+    done = [r for r in rows if r["measured"] is not None]
+    if done:
+        lines += ["", "MAPE of the loads' start over the measured points, p10 / median / p90:"]
+        for x in READINGS:
+            e = [mape_percent([r[x][i] for r in done], [r["measured"][i] for r in done]) for i in range(3)]
+            lines.append(f"- {x}: {e[0]:.1f} / {e[1]:.1f} / {e[2]:.1f} %")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", choices=("micro", "fa", "all"), default="all")
+    ap.add_argument("--part", choices=("micro", "fa", "all", "late"), default="all")
+    ap.add_argument("--late-records", default=None, help="fencelate records (JSONL), with --late-traces")
+    ap.add_argument("--late-traces", default=None, help="their per-CTA traces (.npz)")
     ap.add_argument("--platform", default="h200-pcie-host")
     args = ap.parse_args(argv)
     platform = resolve_platform(args.platform)
     engine = "fast"
     parts = [f"# benchmarks/cc_fence.py on {platform.name}, {commit_note()}; DES engine {engine}"]
+    if args.part == "late":
+        if bool(args.late_records) != bool(args.late_traces):
+            ap.error("--late-records and --late-traces go together")
+        parts.append(late_table(late_rows(platform, engine, args.late_records, args.late_traces)))
+        text = "\n\n".join(parts) + "\n"
+        atomic_write(OUT_LATE, text)
+        print(text, end="")
+        return 0
     if args.part in ("micro", "all"):
         parts.append(micro_table(micro_rows(platform, engine)))
     if args.part in ("fa", "all"):

@@ -13,7 +13,10 @@ other SMs only load), ``cosm`` (two CTAs per SM: one stores, the other loads onc
 loads nothing: it spins ``late_delay_us`` from the grid barrier, then stores ``late_bytes`` per
 CTA, while A's loads wait), ``stream`` (the same with ``late_bursts`` bursts per C CTA, a spin of
 ``late_spin_us`` between two). The last two separate a gate on the link's occupancy (A waits for
-C's bytes too) from a FIFO (A waits only for the bytes accepted before its loads).
+C's bytes too) from a FIFO (A waits only for the bytes accepted before its loads). ``late-fence``:
+``late`` with a fence.sc.sys between A's stores and its loads (C's bytes arrive while A's fences
+wait): does a fence wait for bytes accepted after it began (the link empty), or only for those
+ahead of it, the loads then held by the load gate?
 """
 
 from __future__ import annotations
@@ -21,8 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 KIB = 1024
-VARIANTS = ("main", "local", "fence", "gap", "bystander", "cosm", "late", "stream")
-LATE_VARIANTS = ("late", "stream")
+VARIANTS = ("main", "local", "fence", "gap", "bystander", "cosm", "late", "stream", "late-fence")
+LATE_VARIANTS = ("late", "stream", "late-fence")
 LOADS = ("ld.v4", "tma")
 SWEEP_BYTES = tuple(b * KIB for b in (0, 4, 8, 16, 32, 64))
 SWEEP_CTAS = (1, 16, 66, 132)
@@ -81,7 +84,7 @@ class Point:
 
     @property
     def fence(self) -> bool:
-        return self.variant == "fence"
+        return self.variant in ("fence", "late-fence")
 
     @property
     def store_ctas(self) -> int:
@@ -173,6 +176,24 @@ def late_plan() -> list[Point]:
     return pts
 
 
+def fencelate_plan() -> list[Point]:
+    """A (the first S of 132 CTAs) stores B, fences, loads 256 KiB; C (the rest) stores C per CTA D us
+    after the grid barrier, while A's fences wait. C's total below the gate's ~330 kB (4 KiB x 66,
+    2 KiB x 99) and above it; A below and past Q. Controls: A's loads alone (B = 0), A's fence alone
+    (C = 0), the fence suite's K = 66 / 132 at 32 KiB, and one late point without a fence."""
+    K, L = 132, CONTROL_LOAD_BYTES
+
+    def fl(a, b_a, b_c, d):
+        return Point("late-fence", K, b_a * KIB, L, storers=a, late_bytes=b_c * KIB, late_delay_us=d)
+    pts = [fl(66, 0, 0, 0.0), fl(33, 0, 0, 0.0), fl(66, 32, 0, 0.0), fl(66, 16, 0, 0.0), fl(66, 64, 0, 0.0),
+           fl(33, 32, 0, 0.0)]
+    pts += [fl(66, 32, c, 10.0) for c in (4, 16, 32)] + [fl(66, 16, c, 5.0) for c in (4, 32)]
+    pts += [fl(66, 64, c, 10.0) for c in (4, 32)] + [fl(33, 32, c, 5.0) for c in (2, 16)]
+    pts += [Point("fence", k, 32 * KIB, L) for k in (66, 132)]
+    pts += [Point("late", K, 32 * KIB, L, storers=66, late_bytes=4 * KIB, late_delay_us=10.0)]
+    return pts
+
+
 TRICKLE_LOAD_BYTES = 2048 * KIB
 TRICKLE_WINDOW_US = 240.0          # set C's stream spans at least this long (A's loads: ~80-160 us)
 TRICKLE = ((4, (5.0, 10.0, 20.0)), (8, (10.0, 20.0, 40.0)), (16, (20.0, 40.0, 80.0)))   # KiB per burst, spins
@@ -196,4 +217,5 @@ def trickle_plan() -> list[Point]:
     return pts
 
 
-SUITES = {"full": full_plan, "quick": quick_plan, "late": late_plan, "trickle": trickle_plan}
+SUITES = {"full": full_plan, "quick": quick_plan, "late": late_plan, "trickle": trickle_plan,
+          "fencelate": fencelate_plan}

@@ -59,6 +59,23 @@ def test_late_plan_separates_the_readings():
         plan.Point("main", 4, 32, 64, late_bytes=16)
 
 
+def test_fencelate_plan_tells_a_link_fence_from_the_bytes_ahead():
+    """Set A fences between its stores and its loads while set C stores; C's total below and above
+    the gate's ~330 kB, A below and past Q; every shape has its no-C and no-store references."""
+    pts = plan.SUITES["fencelate"]()
+    assert len({p.key for p in pts}) == len(pts)
+    fl = [p for p in pts if p.variant == "late-fence"]
+    assert all(p.fence and p.mode == "late" and p.late_ctas == p.ctas - p.storers for p in fl)
+    assert not plan.Point("late", 4, 32, 64, storers=2).fence and plan.Point("fence", 4, 32, 64).fence
+    totals = {p.late_ctas * p.late_bytes for p in fl}
+    assert any(0 < t < 330_000 for t in totals) and any(t > 2 * 330_000 for t in totals)
+    for p in fl:
+        ref = {(q.storers, q.burst_bytes) for q in fl if q.late_bytes == 0}
+        assert (p.storers, p.burst_bytes) in ref and (p.storers, 0) in ref
+    assert {"fence", "late"} <= {p.variant for p in pts}
+    assert plan.Point("late-fence", 4, 32, 64, storers=2, late_bytes=16, late_delay_us=5).key.startswith("late-fence_K4")
+
+
 def test_late_samples_place_set_c_on_the_timeline():
     roles = [ROLE_STORE_LOAD, ROLE_STORE_LOAD, ROLE_LATE, ROLE_LATE]
     st, info = _stamps(4, roles, [0, 1, 2, 3])
@@ -115,6 +132,8 @@ class _FakeKernel:
     def run(self, dst_ptr, burst_bytes, src, load_bytes, result, ctas, n_store, mode, gap_cycles, fence, tma, threads,
             late_bytes=0, late_delay_cycles=0, late_bursts=0, late_spin_cycles=0):
         import torch
+
+        self.fences = getattr(self, "fences", []) + [fence]
 
         from hwkernels.pattern import pattern_words
 
@@ -179,14 +198,17 @@ def test_runner_checks_then_keeps_samples(monkeypatch, variant, ctas, storers):
 
 
 @pytest.mark.parametrize("corrupt", [False, "late"])
-def test_runner_checks_set_c_of_the_stream_variant(monkeypatch, corrupt):
+@pytest.mark.parametrize("variant", ["stream", "late-fence"])
+def test_runner_checks_set_c_of_the_stream_variant(monkeypatch, corrupt, variant):
     from hwkernels.loadgate_bench import measure_point
 
     ctx = _ctx(monkeypatch, corrupt)
     ctx.slot_bytes = 64 * KIB
-    pt = plan.Point("stream", 4, 8 * KIB, 64 * KIB, storers=2, late_bytes=4 * KIB, late_bursts=3, repeats=2)
+    bursts = 3 if variant == "stream" else 1
+    pt = plan.Point(variant, 4, 8 * KIB, 64 * KIB, storers=2, late_bytes=4 * KIB, late_bursts=bursts, repeats=2)
     m = measure_point(ctx, pt)
     assert m.ok is (not corrupt)
+    assert set(ctx.kernel.fences) == {variant == "late-fence"}   # the fence reaches the kernel
     if not corrupt:
         assert m.stats["load_us"].n == 2 * 2 and m.stats["late_start_at_us"].n == 2 * 2
 
