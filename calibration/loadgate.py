@@ -6,7 +6,7 @@ time a load phase that follows posted host stores. Each timed point becomes a
 and the load phase's own length without stores (``base_us``, the B = 0 point of the same launch
 shape). The DES predicts the load phase as gate wait + ``base_us``.
 
-One parameter set per platform: for each scope of :data:`xsim.load_gate.SCOPES` the threshold
+One parameter set per platform: for each scope of :data:`xsim.load_gate.OCCUPANCY_SCOPES` the threshold
 that minimises the relative error of the median load phase on the fit set (a coarse log grid,
 then a bounded scalar search), and the scope with the smaller error is kept. ``mode`` "stall"
 fits the same way with the gate in stall mode (scopes :data:`xsim.load_gate.STALL_SCOPES`; the
@@ -33,7 +33,7 @@ from scipy.optimize import minimize_scalar
 
 from calibration.loadgate_model import Shape, predict
 from calibration.records import Record, RecordError, RecordSet
-from xsim.load_gate import SCOPES, STALL_SCOPES, LoadGate
+from xsim.load_gate import OCCUPANCY_SCOPES, STALL_SCOPES, LoadGate
 from xsim.platform import Platform
 
 EXPERIMENT = "loadgate"
@@ -235,7 +235,7 @@ def fit_gate(rs: RecordSet, platform: Platform, engine: str, mode: str = "start"
     train = [pt for pt in pts if pt.group in FIT_GROUPS]
     if not any(pt.group == "fit" for pt in train):
         raise RecordError(f"no loadgate fit points (main ld.v4 at K in {FIT_CTAS} with B > 0)")
-    scopes = tuple(fit_scope(train, platform, s, engine, mode) for s in (SCOPES if mode == "start" else STALL_SCOPES))
+    scopes = tuple(fit_scope(train, platform, s, engine, mode) for s in (OCCUPANCY_SCOPES if mode == "start" else STALL_SCOPES))
     best = min(scopes, key=lambda s: (s.rms_rel_error, s.scope))
     gate = LoadGate(best.threshold_bytes, best.scope, mode)
     by_scope = {s.scope: errors(pts, platform, LoadGate(s.threshold_bytes, s.scope, mode), engine) for s in scopes}

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 SCOPES = ("producer", "link", "fifo", "fifo-link")
+OCCUPANCY_SCOPES = ("producer", "link", "fifo")   # one occupancy each: what a load gate is calibrated for
 MODES = ("start", "stall")
 STALL_SCOPES = ("producer", "link")
 
