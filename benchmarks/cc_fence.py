@@ -1,6 +1,6 @@
 """What does a system-scope fence wait for on the host link? The fence microbenchmark, then FA+A2A's cc.
 
-Five readings of a CTA's fence after its posted host stores (docs/fa-a2a-report.md, "What a
+Six readings of a CTA's fence after its posted host stores (docs/fa-a2a-report.md, "What a
 system-scope fence waits for"):
 
 - ``link``: until the X-Stage is empty: every CTA's bytes, also those accepted while it waits
@@ -10,6 +10,8 @@ system-scope fence waits for"):
   weighted drain gives each CTA its share, so favoured CTAs finish early);
 - ``fifo+gate``: ``fifo``, then the next mainloop's loads held by the platform's load gate (link
   scope, 328.9 kB), as in the fused kernel (``"fifo+gate"``, the gate scope ``fifo-link``);
+- ``own-eq``: ``own`` with every CTA's drain share equal (the profile's per-SM weights set to 1;
+  not a builder option: the script rewrites the workload);
 - ``own+gate``: ``own``, then the next mainloop's loads held by the platform's load gate (link
   scope, 328.9 kB) as in the fused kernel. Not a builder option: here the workload is rewritten
   (X-Stage coupling, the platform gate, and a per-tile counter that each tile signals when its
@@ -68,8 +70,9 @@ RECORDS = ROOT / "calibration" / "records" / "h200-pcie-host-loadgate.jsonl"
 TRACES = ROOT / "calibration" / "records" / "h200-pcie-host-loadgate-traces.npz"
 OUT = ROOT / "benchmarks" / "results" / "cc_fence.txt"
 OUT_LATE = ROOT / "benchmarks" / "results" / "cc_fence_late.txt"
+OUT_LATE_HELDOUT = ROOT / "benchmarks" / "results" / "cc_fence_late_heldout.txt"
 ROLE_A = 0   # hwkernels.loadgate_kernels.ROLE_STORE_LOAD: a CTA of set A
-READINGS = ("link", "fifo", "own", "fifo+gate", "own+gate")
+READINGS = ("link", "fifo", "own", "fifo+gate", "own+gate", "own-eq")
 BASE_US = 1.0   # the DES's load phase without a gate (only when the loads start is compared)
 
 
@@ -95,7 +98,7 @@ def fence_workload(shape: Shape, platform, reading: str) -> Workload:
     if reading == "fifo+gate":
         return workload(shape, platform, LoadGate(platform.load_gate.threshold_bytes, "fifo-link"))
     own = dataclasses.replace(workload(shape, platform, None), coupling="completion-coupled")
-    return own if reading == "own" else own_then_gate(own, platform.load_gate)
+    return own if reading == "own" else SCRIPT_READINGS[reading](own, platform)
 
 
 def micro_rows(platform, engine: str) -> list[dict]:
@@ -145,10 +148,18 @@ def micro_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def cc_own_then_gate(platform, engine: str) -> dict:
-    """E_cc per M of the report's headline series with ``own+gate`` (the report's own DES inputs)."""
-    rep = fa_a2a.build(load_shipped_records("fa-a2a", platform.name), platform, engine=None)
-    series = max(rep.series, key=lambda s: len(s.points))
+def equal_shares(w: Workload) -> Workload:
+    """``w`` with every producer's drain weight 1 (the link's arbitration without the profile's
+    per-SM weights)."""
+    return dataclasses.replace(w, producer_weight=np.ones(w.n_producers))
+
+
+SCRIPT_READINGS = {"own+gate": lambda w, plat: own_then_gate(w, plat.load_gate),
+                   "own-eq": lambda w, plat: equal_shares(w)}   # rewrites of the own workload, here only
+
+
+def cc_rewritten(series, platform, engine: str, reading: str) -> dict:
+    """E_cc per M of one report series under a script-only reading (the report's own DES inputs)."""
     q = series.qloop
     out = {}
     for p in series.points:
@@ -157,38 +168,44 @@ def cc_own_then_gate(platform, engine: str) -> dict:
             "variant": "cc", "cc_fence": "own", "seq_len": s.seq_len, "batch": s.batch, "heads": s.heads, "sp": s.sp,
             "head_dim": s.head_dim, "block_m": s.block_m, "block_n": s.block_n, "producers": s.producers,
             "destination": series.key["destination"], "sigma_us_per_kv_tile": q.sigma_us_per_kv_tile,
-            "qloop_fixed_us": q.fixed_us, "qloop_cv": q.cv, "replays": fa_a2a.DES_REPLAYS}, "cc_fence")
-        w = own_then_gate(builder.build(params, platform), platform.load_gate)
+            "qloop_fixed_us": q.fixed_us, "qloop_cv": q.cv, "replays": fa_a2a.DES_REPLAYS,
+            "stagger_us": float(series.key.get("stagger_us", 0.0))}, "cc_fence")
+        w = SCRIPT_READINGS[reading](builder.build(params, platform), platform)
         out[p.seq_len] = builder.summarize(simulate(w, engine=engine, trace=False), params)["e_res_us"]
     return out
+
+
+def _series_name(s) -> str:
+    k = s.key
+    return f"{k.get('mainloop', 'triton')}, stagger {float(k.get('stagger_us', 0.0)):g} us"
 
 
 def fa_table(platform, engine: str) -> str:
     rs = load_shipped_records("fa-a2a", platform.name)
     reps = {f: fa_a2a.build(rs, platform, engine=engine, cc_fence=f) for f in builder.CC_FENCES}
-    extra = cc_own_then_gate(platform, engine)
-    series = {f: max(r.series, key=lambda s: len(s.points)) for f, r in reps.items()}
-    pts = series["link"].points
-    lines = ["E_cc = T_cc - T_FA per M (us): measured (cc-asm), closed form, DES under each reading:", "",
+    full = [i for i, s in enumerate(reps["link"].series) if len(s.points) >= 10]
+    extra = {x: {i: cc_rewritten(reps["link"].series[i], platform, engine, x) for i in full} for x in SCRIPT_READINGS}
+    head = max(full, key=lambda i: len(reps["link"].series[i].points))
+    pts = reps["link"].series[head].points
+    lines = [f"E_cc = T_cc - T_FA per M (us), series {_series_name(reps['link'].series[head])}: measured (cc-asm), "
+             "closed form, DES under each reading:", "",
              "| M | measured | CF | " + " | ".join(READINGS) + " |", "|" + " --- |" * (3 + len(READINGS))]
-    for i, p in enumerate(pts):
-        des = [series[f].points[i].predicted["des"]["e_cc_us"] for f in builder.CC_FENCES] + [extra[p.seq_len]]
+    for j, p in enumerate(pts):
+        des = [reps[f].series[head].points[j].predicted["des"]["e_cc_us"] for f in builder.CC_FENCES]
+        des += [extra[x][head][p.seq_len] for x in SCRIPT_READINGS]
         lines.append(f"| {p.seq_len} | {p.e_cc_us:.1f} | {p.predicted['closed-form']['e_cc_us']:.1f} | "
                      + " | ".join(f"{d:.1f}" for d in des) + " |")
-    t_fa, t_cc = [p.get("fa-only") for p in pts], [p.get("cc") for p in pts]
-    cc_og = mape_percent([a + extra[p.seq_len] for a, p in zip(t_fa, pts)], t_cc)
-    mae_og = float(np.mean([abs(extra[p.seq_len] - p.e_cc_us) for p in pts]))
-    lines += ["", "The report's errors (headline series; DES unless said; own+gate computed here the same way):", "",
-              "| reading | cc_time_mape | fused_time_mape | paced_time_mape | e_cc_mae_us | e_res_mae_us |",
-              "| --- | --- | --- | --- | --- | --- |"]
-    cf = series["link"].summary["errors"]["closed-form"]
-    lines.append(f"| closed form | {cf['cc_time_mape']:.2f} | {cf['fused_time_mape']:.2f} "
-                 f"| {cf['paced_time_mape']:.2f} | {cf['e_cc_mae_us']:.1f} | {cf['e_res_mae_us']:.1f} |")
-    for f in builder.CC_FENCES:
-        e = series[f].summary["errors"]["des"]
-        lines.append(f"| {f} | {e['cc_time_mape']:.2f} | {e['fused_time_mape']:.2f} | {e['paced_time_mape']:.2f} "
-                     f"| {e['e_cc_mae_us']:.1f} | {e['e_res_mae_us']:.1f} |")
-    lines.append(f"| own+gate | {cc_og:.2f} | (as own) | (as own) | {mae_og:.1f} | (as own) |")
+    lines += ["", "cc_time_mape (DES) per shipped series and reading (script-only readings computed here the same "
+              "way; the closed form beside):", "",
+              "| series | closed form | " + " | ".join(READINGS) + " |", "|" + " --- |" * (2 + len(READINGS))]
+    for i in full:
+        s = reps["link"].series[i]
+        t_fa, t_cc = [p.get("fa-only") for p in s.points], [p.get("cc") for p in s.points]
+        cells = [reps[f].series[i].summary["errors"]["des"]["cc_time_mape"] for f in builder.CC_FENCES]
+        cells += [mape_percent([a + extra[x][i][p.seq_len] for a, p in zip(t_fa, s.points)], t_cc)
+                  for x in SCRIPT_READINGS]
+        lines.append(f"| {_series_name(s)} | {s.summary['errors']['closed-form']['cc_time_mape']:.2f} | "
+                     + " | ".join(f"{c:.2f}" for c in cells) + " |")
     return "\n".join(lines)
 
 
@@ -198,14 +215,15 @@ def late_shape(p) -> Shape:
                  late_bytes=float(p.late_bytes), late_delay_us=p.late_delay_us)
 
 
-def late_rows(platform, engine: str, records: str | None = None, traces: str | None = None) -> list[dict]:
+def late_rows(platform, engine: str, records: str | None = None, traces: str | None = None,
+              suite: str = "fencelate") -> list[dict]:
     from hwkernels import loadgate_plan as plan   # pure data: the suite's points, no GPU
 
     measured = {}
     if records:
         tr = np.load(traces)
         for r in load_records([records]).select("loadgate"):
-            if r.params.get("variant") != "late-fence" or not r.check_ok:
+            if r.params.get("variant") != "late-fence":   # failed checks are skipped on load
                 continue
             key = plan.Point("late-fence", r.params["ctas"], r.params["burst_bytes"], r.params["load_bytes"],
                              storers=r.params["producers"], late_bytes=r.params["late_bytes"],
@@ -214,7 +232,7 @@ def late_rows(platform, engine: str, records: str | None = None, traces: str | N
             measured[key] = np.percentile((tr[key + "__issued_at_us"] + tr[key + "__wait_us"])[a], [10, 50, 90])
     rate = platform.effective_drain_rate_gbps(1) * 1e3
     rows = []
-    for pt in plan.fencelate_plan():
+    for pt in plan.SUITES[suite]():
         if pt.variant != "late-fence" or pt.burst_bytes == 0:
             continue
         row = {"key": pt.key, "a": pt.store_ctas, "b": pt.burst_bytes, "c": pt.late_ctas * pt.late_bytes,
@@ -251,6 +269,8 @@ def main(argv=None) -> int:
     ap.add_argument("--part", choices=("micro", "fa", "all", "late"), default="all")
     ap.add_argument("--late-records", default=None, help="fencelate records (JSONL), with --late-traces")
     ap.add_argument("--late-traces", default=None, help="their per-CTA traces (.npz)")
+    ap.add_argument("--late-suite", choices=("fencelate", "fencelate-heldout"), default="fencelate",
+                    help="--part late: which suite (the held-out one writes cc_fence_late_heldout.txt)")
     ap.add_argument("--platform", default="h200-pcie-host")
     args = ap.parse_args(argv)
     platform = resolve_platform(args.platform)
@@ -259,9 +279,9 @@ def main(argv=None) -> int:
     if args.part == "late":
         if bool(args.late_records) != bool(args.late_traces):
             ap.error("--late-records and --late-traces go together")
-        parts.append(late_table(late_rows(platform, engine, args.late_records, args.late_traces)))
+        parts.append(late_table(late_rows(platform, engine, args.late_records, args.late_traces, args.late_suite)))
         text = "\n\n".join(parts) + "\n"
-        atomic_write(OUT_LATE, text)
+        atomic_write(OUT_LATE if args.late_suite == "fencelate" else OUT_LATE_HELDOUT, text)
         print(text, end="")
         return 0
     if args.part in ("micro", "all"):

@@ -194,6 +194,23 @@ def fencelate_plan() -> list[Point]:
     return pts
 
 
+def fencelate_heldout_plan() -> list[Point]:
+    """Held out for the fence readings after ``fencelate``: C's bytes large against what A has left
+    when they arrive (where a fence that waits for the link to empty and one that waits for the
+    CTA's own bytes under equal shares part by 10-70 us), two fencelate points repeated, and the
+    references of every A shape."""
+    K, L = 132, CONTROL_LOAD_BYTES
+
+    def fl(a, b_a, b_c, d):
+        return Point("late-fence", K, b_a * KIB, L, storers=a, late_bytes=b_c * KIB, late_delay_us=d)
+    pts = [fl(66, 0, 0, 0.0), fl(33, 0, 0, 0.0)] + [fl(a, b, 0, 0.0) for a, b in ((66, 8), (66, 16), (66, 32), (66, 64),
+                                                                               (33, 32), (33, 64))]
+    pts += [fl(66, 16, 64, 5.0), fl(66, 16, 64, 10.0), fl(66, 32, 64, 10.0), fl(66, 32, 32, 20.0), fl(66, 64, 64, 10.0),
+            fl(33, 32, 32, 5.0), fl(33, 64, 16, 5.0), fl(66, 8, 32, 2.0)]
+    pts += [fl(66, 16, 32, 5.0), fl(33, 32, 16, 5.0)]   # fencelate's two points where link missed, again
+    return pts
+
+
 TRICKLE_LOAD_BYTES = 2048 * KIB
 TRICKLE_WINDOW_US = 240.0          # set C's stream spans at least this long (A's loads: ~80-160 us)
 TRICKLE = ((4, (5.0, 10.0, 20.0)), (8, (10.0, 20.0, 40.0)), (16, (20.0, 40.0, 80.0)))   # KiB per burst, spins
@@ -218,4 +235,4 @@ def trickle_plan() -> list[Point]:
 
 
 SUITES = {"full": full_plan, "quick": quick_plan, "late": late_plan, "trickle": trickle_plan,
-          "fencelate": fencelate_plan}
+          "fencelate": fencelate_plan, "fencelate-heldout": fencelate_heldout_plan}

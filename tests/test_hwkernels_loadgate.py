@@ -76,6 +76,17 @@ def test_fencelate_plan_tells_a_link_fence_from_the_bytes_ahead():
     assert plan.Point("late-fence", 4, 32, 64, storers=2, late_bytes=16, late_delay_us=5).key.startswith("late-fence_K4")
 
 
+def test_fencelate_heldout_plan_has_large_late_bytes_and_every_reference():
+    pts = plan.SUITES["fencelate-heldout"]()
+    assert len({p.key for p in pts}) == len(pts) and {p.variant for p in pts} == {"late-fence"}
+    late = [p for p in pts if p.late_bytes]
+    assert all(p.late_ctas * p.late_bytes > 0.5 * p.store_ctas * p.burst_bytes for p in late)   # C against A
+    refs = {(p.storers, p.burst_bytes) for p in pts if p.late_bytes == 0}
+    assert all((p.storers, p.burst_bytes) in refs and (p.storers, 0) in refs for p in late)
+    old = {p.key for p in plan.SUITES["fencelate"]()}
+    assert sum(p.key in old for p in late) == 2            # two fencelate points repeated
+
+
 def test_late_samples_place_set_c_on_the_timeline():
     roles = [ROLE_STORE_LOAD, ROLE_STORE_LOAD, ROLE_LATE, ROLE_LATE]
     st, info = _stamps(4, roles, [0, 1, 2, 3])
