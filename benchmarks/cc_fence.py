@@ -11,7 +11,7 @@ system-scope fence waits for"):
 - ``fifo+gate``: ``fifo``, then the next mainloop's loads held by the platform's load gate (link
   scope, 328.9 kB), as in the fused kernel (``"fifo+gate"``, the gate scope ``fifo-link``);
 - ``own-eq``: ``own`` with every CTA's drain share equal (the profile's per-SM weights set to 1;
-  not a builder option: the script rewrites the workload);
+  ``"own-eq"``);
 - ``own+gate``: ``own``, then the next mainloop's loads held by the platform's load gate (link
   scope, 328.9 kB) as in the fused kernel. Not a builder option: here the workload is rewritten
   (X-Stage coupling, the platform gate, and a per-tile counter that each tile signals when its
@@ -72,7 +72,7 @@ OUT = ROOT / "benchmarks" / "results" / "cc_fence.txt"
 OUT_LATE = ROOT / "benchmarks" / "results" / "cc_fence_late.txt"
 OUT_LATE_HELDOUT = ROOT / "benchmarks" / "results" / "cc_fence_late_heldout.txt"
 ROLE_A = 0   # hwkernels.loadgate_kernels.ROLE_STORE_LOAD: a CTA of set A
-READINGS = ("link", "fifo", "own", "fifo+gate", "own+gate", "own-eq")
+READINGS = builder.CC_FENCES + ("own+gate",)   # the builder's, then one this script builds
 BASE_US = 1.0   # the DES's load phase without a gate (only when the loads start is compared)
 
 
@@ -98,7 +98,7 @@ def fence_workload(shape: Shape, platform, reading: str) -> Workload:
     if reading == "fifo+gate":
         return workload(shape, platform, LoadGate(platform.load_gate.threshold_bytes, "fifo-link"))
     own = dataclasses.replace(workload(shape, platform, None), coupling="completion-coupled")
-    return own if reading == "own" else SCRIPT_READINGS[reading](own, platform)
+    return own if reading == "own" else MICRO_REWRITES[reading](own, platform)
 
 
 def micro_rows(platform, engine: str) -> list[dict]:
@@ -154,8 +154,8 @@ def equal_shares(w: Workload) -> Workload:
     return dataclasses.replace(w, producer_weight=np.ones(w.n_producers))
 
 
-SCRIPT_READINGS = {"own+gate": lambda w, plat: own_then_gate(w, plat.load_gate),
-                   "own-eq": lambda w, plat: equal_shares(w)}   # rewrites of the own workload, here only
+SCRIPT_READINGS = {"own+gate": lambda w, plat: own_then_gate(w, plat.load_gate)}   # rewrites of own, here only
+MICRO_REWRITES = {**SCRIPT_READINGS, "own-eq": lambda w, plat: equal_shares(w)}      # the loadgate model's own
 
 
 def cc_rewritten(series, platform, engine: str, reading: str) -> dict:

@@ -104,7 +104,7 @@ def test_cc_fence_semantics_by_hand_in_both_engines(fence):
     at 2G, after its own tile's fence saw an empty stage at G) included: G + 3B/R. fifo: CTA 1's and
     2's fences wait for the 2B accepted when they began (G + 2B/R), CTA 0's for all 3B; so does
     fifo+gate on a platform without a load gate. own: CTA 1 drains at 3/4 R until CTA 0 joins at
-    2G, then at 3/5 R."""
+    2G, then at 3/5 R; own-eq (equal shares): at R/2, then R/3."""
     w, t, start = _cc_fence_point(fence, "simpy")
     g, b, r = 3.6, 32768.0, 1e4
     assert np.all(w.bytes[w.offsets[1]:w.offsets[3]] == b) and w.bytes[0] == 0 and w.bytes[1] == b
@@ -114,8 +114,11 @@ def test_cc_fence_semantics_by_hand_in_both_engines(fence):
     elif fence in ("fifo", "fifo+gate"):
         assert [s[1] for s in start[1:]] == pytest.approx([g + 2 * b / r] * 2, rel=1e-12)
         assert start[0][2] == pytest.approx(g + 3 * b / r, rel=1e-12)
-    else:
+    elif fence == "own":
         assert start[1][1] == pytest.approx(2 * g + (b - 0.75 * r * g) / (0.6 * r), rel=1e-12)
+    else:   # own-eq: CTAs 1 and 2 drain at R/2 each until CTA 0 joins at 2G, then at R/3
+        assert start[1][1] == pytest.approx(2 * g + (b - 0.5 * r * g) / (r / 3), rel=1e-12)
+        assert start[2][1] == pytest.approx(start[1][1], rel=1e-12)
     _, fast, _ = _cc_fence_point(fence, "fast")
     for name, column in t.columns().items():                                  # bit-identical engines
         assert np.array_equal(column, fast.columns()[name], equal_nan=True), name
@@ -222,7 +225,7 @@ def test_sweep_over_seq_len_and_block_m(capsys, tmp_path):
     ("seq_len=8704", 'must be divisible by the tile "block_m" (128)'),
     ("head_dim=96", '"head_dim" must be one of (64, 128), got 96'),
     ("variant=serial", '"variant" must be one of fused, cc, fa-only'),
-    ("cc_fence=sys", '"cc_fence" must be one of link, fifo, own, fifo+gate'),
+    ("cc_fence=sys", '"cc_fence" must be one of link, fifo, own, fifo+gate, own-eq'),
     ("tile_order=backwards", '"tile_order" must be one of default, remote-first'),
 ])
 def test_bad_points_are_one_line_exit_2(capsys, assignment, message):

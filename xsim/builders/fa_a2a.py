@@ -19,9 +19,9 @@ rank's own slice. The CTA that computes a tile issues its stores itself (``stagi
   (it replaces the platform's gate, which a release at an empty link always passes);
   ``own`` is ``completion-coupled``, which the engines never gate; ``fifo+gate``, the fifo
   fence, then the next Q-loop's loads held by the platform's load gate at link scope, as every
-  fused Q-loop's are (the gate scope ``fifo-link``, :mod:`xsim.load_gate`; the default: as close
-  as ``link`` on the fence microbenchmark, and it keeps staggered programs apart where ``link``
-  re-aligns them at every fence);
+  fused Q-loop's are (the gate scope ``fifo-link``, :mod:`xsim.load_gate`; rejected by the
+  fencelate microbenchmark); ``own-eq``, ``own`` with every CTA's drain share equal (the profile's
+  per-SM weights not applied to cc's drain);
 - ``fa-only``: the same tiles with no remote bytes;
 - ``tile_order`` (fused, cc): ``default`` as above, or ``remote-first`` (the kernels' ORDER 1,
   :func:`hwkernels.fa_layout.remote_first_coords`): the other owners' tiles first, so the last
@@ -65,8 +65,8 @@ from xsim.workload import Workload, XStageParams
 
 VARIANTS = ("fused", "cc", "fa-only", "fused-paced")
 ORDERS = ("default", "remote-first")   # hwkernels.fa.ORDERS
-CC_FENCES = ("link", "fifo", "own", "fifo+gate")   # what cc's fence waits for: the stage empty, the bytes
-#                                                    ahead, its own; the bytes ahead, then the platform's gate
+CC_FENCES = ("link", "fifo", "own", "fifo+gate", "own-eq")   # what cc's fence waits for: the stage empty, the
+#                 bytes ahead, its own; the bytes ahead, then the platform's gate; its own under equal drain shares
 
 PARAMS = {
     "variant": Param("str", "fused", "fused (X-Stage), cc (completion-coupled), fa-only, or fused-paced "
@@ -96,7 +96,8 @@ PARAMS = {
     "cc_fence": Param("str", "fifo+gate", "cc: what each tile's system-scope fence waits for: link (the X-Stage empty, "
                       "every CTA's bytes), fifo (the bytes accepted before it), own (the CTA's own bytes), "
                       "fifo+gate (the bytes accepted before it, then the next Q-loop's loads held by the "
-                      "platform's load gate at link scope, as fused's are)",
+                      "platform's load gate at link scope, as fused's are), own-eq (own, every CTA's drain share "
+                      "equal)",
                       choices=CC_FENCES),
     "stagger_us": Param("us", 0.0, "fused, cc: each launch's program p starts its first tile stagger_us * p / K "
                         "late (staggered program phases: the kernels' STAGGER_NS)", minimum=0),
@@ -237,7 +238,8 @@ def build(params: dict, platform: Platform) -> Workload:
         xstages=(XStageParams(gbps_to_bytes_per_us(rate), platform.capacity_bytes(k)),),
         staging_depth=0,
         coupling=coupling,
-        producer_weight=np.asarray(platform.weights_for(k), dtype=float),
+        producer_weight=np.ones(k) if coupled and params["cc_fence"] == "own-eq"
+        else np.asarray(platform.weights_for(k), dtype=float),
         mainloop_loads=True, load_gate=gate,   # a Q-loop loads K and V tiles
     )
 
@@ -247,7 +249,7 @@ def _coupling(params: dict, platform: Platform) -> tuple[str, LoadGate | None]:
     (own) or as X-Stage coupling with a threshold-0 gate of that scope on every Q-loop."""
     if params["variant"] != "cc":
         return "xstage", platform.load_gate
-    if params["cc_fence"] == "own":
+    if params["cc_fence"] in ("own", "own-eq"):
         return "completion-coupled", platform.load_gate
     if params["cc_fence"] == "fifo+gate":
         then = platform.load_gate.threshold_bytes if platform.load_gate is not None else math.inf
