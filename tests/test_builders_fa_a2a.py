@@ -47,10 +47,11 @@ def test_streams_are_the_kernels_tiles_replayed():
     assert (w.signal_counter == 0).sum() == 12 and (w.wait_counter == 0).sum() == 12 and set(w.wait_value) <= {0, 12}
     assert fa_a2a.build(params(variant="fa-only"), toy()).bytes.sum() == 0
     cc = fa_a2a.build(params(variant="cc", t_lat_us=0.5), toy())
-    assert cc.coupling == "xstage" and cc.load_gate == LoadGate(math.inf, "fifo-link")   # the default: fifo+gate
+    assert cc.coupling == "xstage" and cc.load_gate == LoadGate(0.0, "link")        # the default fence: link
     gated = dataclasses.replace(toy(), load_gate=LoadGate(4096.0, "link"))
-    assert fa_a2a.build(params(variant="cc"), gated).load_gate == LoadGate(4096.0, "fifo-link")
-    assert fa_a2a.build(params(variant="cc", cc_fence="link"), gated).load_gate == LoadGate(0.0, "link")
+    assert fa_a2a.build(params(variant="cc", cc_fence="fifo+gate"), gated).load_gate == LoadGate(4096.0, "fifo-link")
+    assert fa_a2a.build(params(variant="cc", cc_fence="fifo+gate"), toy()).load_gate == LoadGate(math.inf, "fifo-link")
+    assert fa_a2a.build(params(variant="cc"), gated).load_gate == LoadGate(0.0, "link")
     assert np.all(cc.epilogue_us[cc.bytes > 0] == 0.5)
     own = fa_a2a.build(params(variant="cc", cc_fence="own"), toy())
     assert own.coupling == "completion-coupled" and own.load_gate is None

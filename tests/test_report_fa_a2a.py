@@ -193,7 +193,7 @@ def test_cc_fence_option_changes_only_the_cc_prediction(files, capsys):
     base = ("report", "--experiment", "fa-a2a", "--records", str(records), "--platform", str(profile), "--json")
     docs = {f: _json(capsys, *base, "--cc-fence", f)["experiments"]["fa-a2a"] for f in ("link", "own")}
     assert docs["link"]["cc_fence"] == "link" and docs["own"]["cc_fence"] == "own"
-    assert _json(capsys, *base)["experiments"]["fa-a2a"]["cc_fence"] == "fifo+gate"     # the builder's default
+    assert _json(capsys, *base)["experiments"]["fa-a2a"]["cc_fence"] == "link"          # the builder's default
     errs = {f: d["series"][0]["errors"]["des"] for f, d in docs.items()}
     for key in ("fused_time_mape", "paced_time_mape", "e_res_mae_us"):
         assert errs["link"][key] == errs["own"][key] or (math.isnan(errs["link"][key]) and math.isnan(errs["own"][key]))

@@ -11,8 +11,9 @@ rank's own slice. The CTA that computes a tile issues its stores itself (``stagi
 - ``cc``: completion-coupled, each tile's stores are fenced at system scope before the CTA
   starts its next tile; ``t_lat_us`` is a fixed completion latency before the stores. What the
   fence waits for is ``cc_fence`` (docs/fa-a2a-report.md, "What a system-scope fence waits for"):
-  ``link``, until the X-Stage is empty, every CTA's bytes, also those accepted while it waits
-  (the host link's fence microbenchmark: every CTA's fence ends when the link has drained);
+  ``link`` (default), until the X-Stage is empty, every CTA's bytes, also those accepted while it
+  waits (the host link's fence microbenchmark: every CTA's fence ends when the link has drained;
+  the fencelate suites: not when a large late burst dominates);
   ``fifo``, until the stage has drained what it had accepted when the fence began; ``own``, until
   the CTA's own bytes have drained (completion coupling in the engines). ``link`` and ``fifo``
   are X-Stage coupling plus a load gate of threshold 0 and that scope on every next Q-loop
@@ -93,7 +94,7 @@ PARAMS = {
     "tile_order": Param("str", "default", "fused, cc, fa-only: the kernels' tile order, default (fa_layout.tiles) "
                         "or remote-first (the other owners' tiles first, the rank's own last, as fused-paced "
                         "always runs)", choices=ORDERS),
-    "cc_fence": Param("str", "fifo+gate", "cc: what each tile's system-scope fence waits for: link (the X-Stage empty, "
+    "cc_fence": Param("str", "link", "cc: what each tile's system-scope fence waits for: link (the X-Stage empty, "
                       "every CTA's bytes), fifo (the bytes accepted before it), own (the CTA's own bytes), "
                       "fifo+gate (the bytes accepted before it, then the next Q-loop's loads held by the "
                       "platform's load gate at link scope, as fused's are), own-eq (own, every CTA's drain share "
