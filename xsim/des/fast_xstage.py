@@ -159,19 +159,12 @@ def _settle(x, tiles, producers, g, now, q, scope, stalls):
         if scope == GATE_LINK:
             fast_stall.link_turn(x, producers, g, n, now, q)
     elif scope == GATE_LINK and d[g, DrainI.GATE_HEAD] >= 0:
-        released, x.drain_f[g, DrainF.GATE_KEY] = gate.link_turn(stage, fluid_g, status_g, n, now,
-                                                                 x.drain_f[g, DrainF.GATE_KEY])
-        if released:
-            p = d[g, DrainI.GATE_HEAD]
-            while p >= 0:
-                succeed(q, now, K_MMA, p, 0)
-                p = producers.i[p, ProducerI.GATE_NEXT]
-            d[g, DrainI.GATE_HEAD] = d[g, DrainI.GATE_TAIL] = -1
+        _link_list_turn(x, producers, g, n, now, q, DrainF.GATE_KEY, DrainI.GATE_HEAD, DrainI.GATE_TAIL)
     elif scope == GATE_FIFO or scope == GATE_FIFO_LINK:
         if d[g, DrainI.GATE_HEAD] >= 0:
             _fifo_turn(x, producers, g, n, now, q, scope == GATE_FIFO_LINK)
-        if d[g, DrainI.THEN_HEAD] >= 0:
-            _then_turn(x, producers, g, n, now, q)
+        if d[g, DrainI.THEN_HEAD] >= 0:   # fifo-link: past the fence, at the link gate
+            _link_list_turn(x, producers, g, n, now, q, DrainF.THEN_KEY, DrainI.THEN_HEAD, DrainI.THEN_TAIL)
 
 
 @inline
@@ -218,19 +211,19 @@ def _past_fence(x, producers, g, p, total, now, q, then_link):
 
 
 @inline
-def _then_turn(x, producers, g, n, now, q):
-    """XStage._then_turn: fifo-link, after the fence's turn: release the link gate's waiters
-    together once the total q is at or below the threshold (or their key is due), else key it."""
+def _link_list_turn(x, producers, g, n, now, q, key, head, tail):
+    """A link-scope list of waiters (the stage's, or fifo-link's past the fence: DrainF ``key``,
+    DrainI ``head`` .. ``tail``): release them together once the total q is at or below the
+    threshold or their crossing key is due, else key the crossing (XStage's link turn, _then_turn)."""
     stage, _, fluid_g, status_g, _, _ = fluid_stage(x, g)
     d = x.drain_i
-    released, x.drain_f[g, DrainF.THEN_KEY] = gate.link_turn(stage, fluid_g, status_g, n, now,
-                                                             x.drain_f[g, DrainF.THEN_KEY])
+    released, x.drain_f[g, key] = gate.link_turn(stage, fluid_g, status_g, n, now, x.drain_f[g, key])
     if released:
-        p = d[g, DrainI.THEN_HEAD]
+        p = d[g, head]
         while p >= 0:
             succeed(q, now, K_MMA, p, 0)
             p = producers.i[p, ProducerI.GATE_NEXT]
-        d[g, DrainI.THEN_HEAD] = d[g, DrainI.THEN_TAIL] = -1
+        d[g, head] = d[g, tail] = -1
 
 
 @jit
