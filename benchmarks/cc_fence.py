@@ -69,9 +69,10 @@ ROOT = Path(__file__).resolve().parent.parent
 RECORDS = ROOT / "calibration" / "records" / "h200-pcie-host-loadgate.jsonl"
 TRACES = ROOT / "calibration" / "records" / "h200-pcie-host-loadgate-traces.npz"
 OUT = ROOT / "benchmarks" / "results" / "cc_fence.txt"
-OUT_LATE = ROOT / "benchmarks" / "results" / "cc_fence_late.txt"
-OUT_LATE_HELDOUT = ROOT / "benchmarks" / "results" / "cc_fence_late_heldout.txt"
 ROLE_A = 0   # hwkernels.loadgate_kernels.ROLE_STORE_LOAD: a CTA of set A
+FENCED_LATE = ("late-fence", "stream-fence")
+LATE_SUITES = {"fencelate": "cc_fence_late.txt", "fencelate-heldout": "cc_fence_late_heldout.txt",
+               "fencestream": "cc_fence_stream.txt"}
 READINGS = builder.CC_FENCES + ("own+gate",)   # the builder's, then one this script builds
 BASE_US = 1.0   # the DES's load phase without a gate (only when the loads start is compared)
 
@@ -212,7 +213,8 @@ def fa_table(platform, engine: str) -> str:
 def late_shape(p) -> Shape:
     """A fencelate point (a Point, or a record's params as a namespace) as the loadgate model's shape."""
     return Shape(storers=p.store_ctas, burst_bytes=float(p.burst_bytes), base_us=BASE_US, late_ctas=p.late_ctas,
-                 late_bytes=float(p.late_bytes), late_delay_us=p.late_delay_us)
+                 late_bytes=float(p.late_bytes), late_delay_us=p.late_delay_us, late_bursts=p.late_bursts,
+                 late_spin_us=p.late_spin_us)
 
 
 def late_rows(platform, engine: str, records: str | None = None, traces: str | None = None,
@@ -223,20 +225,23 @@ def late_rows(platform, engine: str, records: str | None = None, traces: str | N
     if records:
         tr = np.load(traces)
         for r in load_records([records]).select("loadgate"):
-            if r.params.get("variant") != "late-fence":   # failed checks are skipped on load
+            v = r.params.get("variant")
+            if v not in FENCED_LATE:   # failed checks are skipped on load
                 continue
-            key = plan.Point("late-fence", r.params["ctas"], r.params["burst_bytes"], r.params["load_bytes"],
+            key = plan.Point(v, r.params["ctas"], r.params["burst_bytes"], r.params["load_bytes"],
                              storers=r.params["producers"], late_bytes=r.params["late_bytes"],
-                             late_delay_us=r.params["late_delay_us"]).key
+                             late_delay_us=r.params["late_delay_us"], late_bursts=r.params["late_bursts"],
+                             late_spin_us=r.params["late_spin_us"]).key
             a = tr[key + "__role"] == ROLE_A
             measured[key] = np.percentile((tr[key + "__issued_at_us"] + tr[key + "__wait_us"])[a], [10, 50, 90])
     rate = platform.effective_drain_rate_gbps(1) * 1e3
     rows = []
     for pt in plan.SUITES[suite]():
-        if pt.variant != "late-fence" or pt.burst_bytes == 0:
+        if pt.variant not in FENCED_LATE or pt.burst_bytes == 0:
             continue
-        row = {"key": pt.key, "a": pt.store_ctas, "b": pt.burst_bytes, "c": pt.late_ctas * pt.late_bytes,
-               "d": pt.late_delay_us, "v_over_r": pt.store_ctas * pt.burst_bytes / rate, "measured": measured.get(pt.key)}
+        row = {"key": pt.key, "a": pt.store_ctas, "b": pt.burst_bytes, "c": pt.late_ctas * pt.late_bytes * pt.late_bursts,
+               "d": pt.late_delay_us, "every": f", {pt.late_bursts} bursts {pt.late_spin_us:g} us apart"
+               if pt.late_bursts > 1 else "", "v_over_r": pt.store_ctas * pt.burst_bytes / rate, "measured": measured.get(pt.key)}
         for reading in READINGS:
             w = fence_workload(late_shape(pt), platform, reading)
             t = simulate(w, engine=engine, trace=False).times
@@ -253,7 +258,7 @@ def late_table(rows: list[dict]) -> str:
              "|" + " --- |" * (4 + len(READINGS))]
     for r in rows:
         m = "-" if r["measured"] is None else fmt(*r["measured"])
-        lines.append(f"| {r['a']} x {r['b'] // 1024} KiB | {r['c'] / 1e3:.0f}, {r['d']:g} | {r['v_over_r']:.1f} | {m} | "
+        lines.append(f"| {r['a']} x {r['b'] // 1024} KiB | {r['c'] / 1e3:.0f}, {r['d']:g}{r['every']} | {r['v_over_r']:.1f} | {m} | "
                      + " | ".join(fmt(*r[x]) for x in READINGS) + " |")
     done = [r for r in rows if r["measured"] is not None]
     if done:
@@ -269,8 +274,8 @@ def main(argv=None) -> int:
     ap.add_argument("--part", choices=("micro", "fa", "all", "late"), default="all")
     ap.add_argument("--late-records", default=None, help="fencelate records (JSONL), with --late-traces")
     ap.add_argument("--late-traces", default=None, help="their per-CTA traces (.npz)")
-    ap.add_argument("--late-suite", choices=("fencelate", "fencelate-heldout"), default="fencelate",
-                    help="--part late: which suite (the held-out one writes cc_fence_late_heldout.txt)")
+    ap.add_argument("--late-suite", choices=sorted(LATE_SUITES), default="fencelate",
+                    help="--part late: which suite (each writes its own results file)")
     ap.add_argument("--platform", default="h200-pcie-host")
     args = ap.parse_args(argv)
     platform = resolve_platform(args.platform)
@@ -281,7 +286,7 @@ def main(argv=None) -> int:
             ap.error("--late-records and --late-traces go together")
         parts.append(late_table(late_rows(platform, engine, args.late_records, args.late_traces, args.late_suite)))
         text = "\n\n".join(parts) + "\n"
-        atomic_write(OUT_LATE if args.late_suite == "fencelate" else OUT_LATE_HELDOUT, text)
+        atomic_write(ROOT / "benchmarks" / "results" / LATE_SUITES[args.late_suite], text)
         print(text, end="")
         return 0
     if args.part in ("micro", "all"):

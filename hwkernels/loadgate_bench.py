@@ -1,6 +1,6 @@
 """Runner: the load-gate microbenchmark on one GPU, one record per point (experiment ``loadgate``).
 
-    python -m hwkernels.loadgate_bench --out RECORDS.jsonl [--suite full|quick|late|trickle|fencelate|fencelate-heldout] [--traces FILE.npz]
+    python -m hwkernels.loadgate_bench --out RECORDS.jsonl [--suite full|quick|late|trickle|fencelate|fencelate-heldout|fencestream] [--traces FILE.npz]
                                        [--log FILE]
 
 Each point goes through the shared harness: poison the host (or local) slot this launch writes and
@@ -221,7 +221,7 @@ def main(argv=None) -> int:
     print(f"# done: {len(points)} points, {failed} failed checks, {time.time() - t0:.1f} s", file=log, flush=True)
     if log is not sys.stdout:
         log.close()
-    print(late_table(done) if args.suite in ("late", "trickle", "fencelate", "fencelate-heldout") else summary_table(done))
+    print(late_table(done) if args.suite in ("late", "trickle", "fencelate", "fencelate-heldout", "fencestream") else summary_table(done))
     print(f"# done: {len(points)} points, {failed} failed checks, {time.time() - t0:.1f} s")
     return 1 if failed else 0
 

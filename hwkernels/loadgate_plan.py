@@ -16,7 +16,9 @@ CTA, while A's loads wait), ``stream`` (the same with ``late_bursts`` bursts per
 C's bytes too) from a FIFO (A waits only for the bytes accepted before its loads). ``late-fence``:
 ``late`` with a fence.sc.sys between A's stores and its loads (C's bytes arrive while A's fences
 wait): does a fence wait for bytes accepted after it began (the link empty), or only for those
-ahead of it, the loads then held by the load gate?
+ahead of it, the loads then held by the load gate? ``stream-fence``: ``stream`` with that fence (C
+streams bursts at about the link's rate while A's fences wait: a fused-and-fenced program's view of
+the staggered programs after it).
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 KIB = 1024
-VARIANTS = ("main", "local", "fence", "gap", "bystander", "cosm", "late", "stream", "late-fence")
-LATE_VARIANTS = ("late", "stream", "late-fence")
+VARIANTS = ("main", "local", "fence", "gap", "bystander", "cosm", "late", "stream", "late-fence", "stream-fence")
+LATE_VARIANTS = ("late", "stream", "late-fence", "stream-fence")
 LOADS = ("ld.v4", "tma")
 SWEEP_BYTES = tuple(b * KIB for b in (0, 4, 8, 16, 32, 64))
 SWEEP_CTAS = (1, 16, 66, 132)
@@ -84,7 +86,7 @@ class Point:
 
     @property
     def fence(self) -> bool:
-        return self.variant in ("fence", "late-fence")
+        return self.variant in ("fence", "late-fence", "stream-fence")
 
     @property
     def store_ctas(self) -> int:
@@ -112,7 +114,7 @@ class Point:
             parts.append(f"G{self.gap_us:g}")
         if self.variant in LATE_VARIANTS:
             parts += [f"C{self.late_bytes // KIB}K", f"D{self.late_delay_us:g}"]
-            if self.variant == "stream":
+            if self.variant in ("stream", "stream-fence"):
                 parts += [f"N{self.late_bursts}", f"P{self.late_spin_us:g}"]
         if self.load != "ld.v4":
             parts.append(self.load)
@@ -211,6 +213,20 @@ def fencelate_heldout_plan() -> list[Point]:
     return pts
 
 
+def fencestream_plan() -> list[Point]:
+    """A (16 or 33 of 132 CTAs) stores B, fences, loads; C (the rest) streams 4 KiB bursts per CTA P us
+    apart from 2 us on, at about 2R, R and R/2 of the host link (116 x 4 KiB / 9 us = 52.8 GB/s), long
+    enough to outlast A's fence under any reading; references without C."""
+    K, L = 132, CONTROL_LOAD_BYTES
+
+    def sf(a, b_a, spin, bursts=24):
+        return Point("stream-fence", K, b_a * KIB, L, storers=a, late_bytes=4 * KIB, late_delay_us=2.0,
+                     late_bursts=bursts, late_spin_us=spin)
+    pts = [Point("late-fence", K, b * KIB, L, storers=a) for a, b in ((16, 0), (16, 32), (33, 0), (33, 32))]
+    pts += [sf(16, 32, p) for p in (4.5, 9.0, 18.0)] + [sf(33, 32, p) for p in (9.0, 18.0)] + [sf(16, 8, 9.0)]
+    return pts
+
+
 TRICKLE_LOAD_BYTES = 2048 * KIB
 TRICKLE_WINDOW_US = 240.0          # set C's stream spans at least this long (A's loads: ~80-160 us)
 TRICKLE = ((4, (5.0, 10.0, 20.0)), (8, (10.0, 20.0, 40.0)), (16, (20.0, 40.0, 80.0)))   # KiB per burst, spins
@@ -235,4 +251,4 @@ def trickle_plan() -> list[Point]:
 
 
 SUITES = {"full": full_plan, "quick": quick_plan, "late": late_plan, "trickle": trickle_plan,
-          "fencelate": fencelate_plan, "fencelate-heldout": fencelate_heldout_plan}
+          "fencelate": fencelate_plan, "fencelate-heldout": fencelate_heldout_plan, "fencestream": fencestream_plan}

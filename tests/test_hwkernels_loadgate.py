@@ -87,6 +87,18 @@ def test_fencelate_heldout_plan_has_large_late_bytes_and_every_reference():
     assert sum(p.key in old for p in late) == 2            # two fencelate points repeated
 
 
+def test_fencestream_plan_streams_c_at_about_the_link_rate_past_a_fence():
+    pts = plan.SUITES["fencestream"]()
+    assert len({p.key for p in pts}) == len(pts)
+    streams = [p for p in pts if p.variant == "stream-fence"]
+    assert streams and all(p.fence and p.mode == "late" and p.late_bursts > 1 for p in streams)
+    rates = sorted({round(p.late_ctas * p.late_bytes / p.late_spin_us / 1e3, 1) for p in streams})   # GB/s
+    assert rates[0] < 52.4 / 1.5 and rates[-1] > 52.4 * 1.5 and any(abs(r - 52.4) < 3 for r in rates)
+    refs = {(p.storers, p.burst_bytes) for p in pts if p.variant == "late-fence"}
+    assert all((p.storers, 0) in refs for p in streams)
+    assert plan.Point("stream-fence", 4, 32, 64, storers=2, late_bytes=16, late_bursts=3, late_spin_us=2).key.endswith("N3_P2")
+
+
 def test_late_samples_place_set_c_on_the_timeline():
     roles = [ROLE_STORE_LOAD, ROLE_STORE_LOAD, ROLE_LATE, ROLE_LATE]
     st, info = _stamps(4, roles, [0, 1, 2, 3])
