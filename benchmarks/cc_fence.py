@@ -156,7 +156,8 @@ def equal_shares(w: Workload) -> Workload:
 
 
 SCRIPT_READINGS = {"own+gate": lambda w, plat: own_then_gate(w, plat.load_gate)}   # rewrites of own, here only
-MICRO_REWRITES = {**SCRIPT_READINGS, "own-eq": lambda w, plat: equal_shares(w)}      # the loadgate model's own
+MICRO_REWRITES = {**SCRIPT_READINGS, "own-eq": lambda w, plat: equal_shares(w),     # the loadgate model's own
+                  "own-eq+gate": lambda w, plat: own_then_gate(equal_shares(w), plat.load_gate)}
 
 
 def cc_rewritten(series, platform, engine: str, reading: str) -> dict:

@@ -42,14 +42,6 @@ OUT = cf.ROOT / "benchmarks" / "results" / "cc_fence_ends.txt"
 READINGS = ("link", "own-eq", "own-eq+gate", "own+gate")
 
 
-def reading_workload(reading: str, shape, platform):
-    if reading == "link":
-        return cf.fence_workload(shape, platform, "link")
-    own = dataclasses.replace(cf.workload(shape, platform, None), coupling="completion-coupled")
-    eq = cf.equal_shares(own) if reading.startswith("own-eq") else own
-    return cf.own_then_gate(eq, platform.load_gate) if reading.endswith("+gate") else eq
-
-
 def rows(platform) -> list[dict]:
     out = []
     for suite, base in RUNS.items():
@@ -67,7 +59,7 @@ def rows(platform) -> list[dict]:
             shape = dataclasses.replace(cf.late_shape(p), base_us=own_len[p.store_ctas])
             row = {"suite": suite, "key": p.key, "measured": float(np.median(tr[f"{p.key}__load_end_at_us"][a_of(p.key)]))}
             for r in READINGS:
-                w = reading_workload(r, shape, platform)
+                w = cf.fence_workload(shape, platform, r)
                 row[r] = float(np.median(simulate(w, engine="fast", trace=False).times.mainloop_end[w.kind == LOAD]))
             out.append(row)
     return out

@@ -59,10 +59,9 @@ def gate_closed(x, producers, g, k, p, now, q, scope):
     stage, count, f, status, lists, _ = fluid_stage(x, g)
     fifo = scope == GATE_FIFO or scope == GATE_FIFO_LINK
     if scope == GATE_LINK or fifo:
-        if scope == GATE_FIFO_LINK:
-            if gate.link_total(stage, f, status, x.drain_i[g, DrainI.SIZE], now) <= 0.0:
-                return False   # nothing ahead: the fence passes, and the link gate with it
-        elif gate.link_open(stage, f, status, x.drain_i[g, DrainI.SIZE], now):
+        n = x.drain_i[g, DrainI.SIZE]
+        if gate.fence_open(stage, f, status, n, now) if scope == GATE_FIFO_LINK else \
+                gate.link_open(stage, f, status, n, now):
             return False
         d, df, pi = x.drain_i, x.drain_f, producers.i
         if d[g, DrainI.GATE_HEAD] < 0:
@@ -178,7 +177,7 @@ def _fifo_turn(x, producers, g, n, now, q, then_link):
     df[g, DrainF.ACC], df[g, DrainF.ACC_T], df[g, DrainF.ACC_RATE] = acc, now, accept
     p = d[g, DrainI.GATE_HEAD]
     threshold = gate.fifo_threshold(stage, then_link)
-    excess = gate.fifo_excess_below(total, acc, pf[p, ProducerF.GATE_ACC], threshold)
+    excess = gate.fifo_excess(total, acc, pf[p, ProducerF.GATE_ACC], threshold)
     bound = gate.fifo_bound(excess, df[g, DrainF.GATE_KEY], now)
     while excess <= bound:
         nxt = pi[p, ProducerI.GATE_NEXT]
@@ -186,7 +185,7 @@ def _fifo_turn(x, producers, g, n, now, q, then_link):
         p = nxt
         if p < 0:
             break
-        excess = gate.fifo_excess_below(total, acc, pf[p, ProducerF.GATE_ACC], threshold)
+        excess = gate.fifo_excess(total, acc, pf[p, ProducerF.GATE_ACC], threshold)
     d[g, DrainI.GATE_HEAD], df[g, DrainF.GATE_KEY] = p, INF
     if p < 0:
         d[g, DrainI.GATE_TAIL] = -1
@@ -214,7 +213,7 @@ def _past_fence(x, producers, g, p, total, now, q, then_link):
 def _link_list_turn(x, producers, g, n, now, q, key, head, tail):
     """A link-scope list of waiters (the stage's, or fifo-link's past the fence: DrainF ``key``,
     DrainI ``head`` .. ``tail``): release them together once the total q is at or below the
-    threshold or their crossing key is due, else key the crossing (XStage's link turn, _then_turn)."""
+    threshold or their crossing key is due, else key the crossing (XStage._link_turn)."""
     stage, _, fluid_g, status_g, _, _ = fluid_stage(x, g)
     d = x.drain_i
     released, x.drain_f[g, key] = gate.link_turn(stage, fluid_g, status_g, n, now, x.drain_f[g, key])

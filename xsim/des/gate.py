@@ -74,6 +74,13 @@ def link_open(stage, fluid, status, n, now):
 
 
 @jit
+def fence_open(stage, fluid, status, n, now):
+    """A fifo-link gate passes at once: nothing is in the stage, so the fence has nothing ahead
+    and the link gate after it is open too."""
+    return link_total(stage, fluid, status, n, now) <= 0.0
+
+
+@jit
 def wait_producer(count, status, lists, k):
     """Producer k's mainloop waits at the gate: the drain's next water-fill gives it a gate key."""
     status[Status.GATE, k] = 1
@@ -161,17 +168,11 @@ def fifo_motion(stage, fluid, status, n, now):
 
 
 @jit
-def fifo_excess(stage, total, acc, acc_waiter):
+def fifo_excess(total, acc, acc_waiter, threshold):
     """How far a waiter that began to wait at accepted bytes ``acc_waiter`` is above its target
-    (> 0: it waits): the total q less the bytes accepted since, less the threshold. With nothing
-    accepted since (``acc == acc_waiter``) it is exactly link scope's ``total - threshold``."""
-    return fifo_excess_below(total, acc, acc_waiter, stage[Stage.GATE])
-
-
-@jit
-def fifo_excess_below(total, acc, acc_waiter, threshold):
-    """:func:`fifo_excess` with the fifo target's own ``threshold`` (scope "fifo-link": 0, its
-    fence, while the stage's threshold is the link gate's after it)."""
+    (> 0: it waits): the total q less the bytes accepted since, less the fifo target's
+    ``threshold`` (:func:`fifo_threshold`). With nothing accepted since (``acc == acc_waiter``) it
+    is exactly link scope's ``total - threshold``."""
     return (total - (acc - acc_waiter)) - threshold
 
 

@@ -85,10 +85,8 @@ class XStage:
         instant gives it its key)."""
         s, now, i = self.s, self.env.now, self.local[producer]
         if self._link or self._fifo:
-            if self._then_link:
-                if gate.link_total(s.stage, s.fluid, s.status, self.n, now) <= 0.0:
-                    return None   # nothing ahead: the fence passes, and the link gate with it
-            elif gate.link_open(s.stage, s.fluid, s.status, self.n, now):
+            opens = gate.fence_open if self._then_link else gate.link_open
+            if opens(s.stage, s.fluid, s.status, self.n, now):
                 return None
             if not self._link_waiting:
                 self._link_key = np.inf
@@ -148,14 +146,10 @@ class XStage:
         elif self._fifo:
             if self._link_waiting:
                 self._fifo_turn(now)
-            if self._then_waiting:
-                self._then_turn(now)
+            if self._then_waiting:   # fifo-link: past the fence, at the link gate
+                self._then_waiting, self._then_key = self._link_turn(self._then_waiting, self._then_key, now)
         elif self._link_waiting:
-            released, self._link_key = gate.link_turn(s.stage, x, s.status, self.n, now, self._link_key)
-            if released:
-                self._link_waiting, waiting = [], self._link_waiting
-                for event in waiting:
-                    event.succeed()
+            self._link_waiting, self._link_key = self._link_turn(self._link_waiting, self._link_key, now)
         if self.trace_t is not None:
             fluid.fill_q(s.stage, s.count, x, s.lists, self.n, now, True)  # every producer: the reference
             total = float(x[Fluid.QNOW].sum())
@@ -171,13 +165,13 @@ class XStage:
         total, slope, accept = gate.fifo_motion(s.stage, s.fluid, s.status, self.n, now)
         self._acc = (acc, now, accept)
         threshold = gate.fifo_threshold(s.stage, self._then_link)
-        excess = gate.fifo_excess_below(total, acc, waiting[0][0], threshold)
+        excess = gate.fifo_excess(total, acc, waiting[0][0], threshold)
         bound = gate.fifo_bound(excess, self._link_key, now)
         while excess <= bound:
             self._past_fence(waiting.pop(0)[1], total)
             if not waiting:
                 break
-            excess = gate.fifo_excess_below(total, acc, waiting[0][0], threshold)
+            excess = gate.fifo_excess(total, acc, waiting[0][0], threshold)
         self._link_key = gate.fifo_key(now, excess, slope, accept) if waiting else np.inf
 
     def _past_fence(self, event, total: float) -> None:
@@ -190,15 +184,17 @@ class XStage:
             self._then_key = np.inf
         self._then_waiting.append(event)
 
-    def _then_turn(self, now: float) -> None:
-        """fifo-link scope, after the fence's turn: release the link gate's waiters together once
-        the total q is at or below the threshold (or their crossing key is due), else key it."""
+    def _link_turn(self, waiting: list, key: float, now: float) -> tuple[list, float]:
+        """A link-scope list of waiters (the stage's, or fifo-link's past the fence): release them
+        together once the total q is at or below the threshold or their crossing ``key`` is due;
+        returns the list left and the next key."""
         s = self.s
-        released, self._then_key = gate.link_turn(s.stage, s.fluid, s.status, self.n, now, self._then_key)
-        if released:
-            self._then_waiting, waiting = [], self._then_waiting
-            for event in waiting:
-                event.succeed()
+        released, key = gate.link_turn(s.stage, s.fluid, s.status, self.n, now, key)
+        if not released:
+            return waiting, key
+        for event in waiting:
+            event.succeed()
+        return [], key
 
     def drain(self):
         """The drain process: sleep until the next fluid event or a new issuer."""
