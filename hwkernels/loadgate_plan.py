@@ -178,15 +178,19 @@ def late_plan() -> list[Point]:
     return pts
 
 
+def late_fence(a: int, b_a_kib: int, b_c_kib: int, d_us: float) -> Point:
+    """A fenced late point of the fence suites: K = 132, A = the first ``a`` CTAs storing ``b_a_kib``
+    each, C the rest storing ``b_c_kib`` each ``d_us`` after the barrier, 256 KiB loads."""
+    return Point("late-fence", 132, b_a_kib * KIB, CONTROL_LOAD_BYTES, storers=a, late_bytes=b_c_kib * KIB,
+                 late_delay_us=d_us)
+
+
 def fencelate_plan() -> list[Point]:
     """A (the first S of 132 CTAs) stores B, fences, loads 256 KiB; C (the rest) stores C per CTA D us
     after the grid barrier, while A's fences wait. C's total below the gate's ~330 kB (4 KiB x 66,
     2 KiB x 99) and above it; A below and past Q. Controls: A's loads alone (B = 0), A's fence alone
     (C = 0), the fence suite's K = 66 / 132 at 32 KiB, and one late point without a fence."""
-    K, L = 132, CONTROL_LOAD_BYTES
-
-    def fl(a, b_a, b_c, d):
-        return Point("late-fence", K, b_a * KIB, L, storers=a, late_bytes=b_c * KIB, late_delay_us=d)
+    fl, K, L = late_fence, 132, CONTROL_LOAD_BYTES
     pts = [fl(66, 0, 0, 0.0), fl(33, 0, 0, 0.0), fl(66, 32, 0, 0.0), fl(66, 16, 0, 0.0), fl(66, 64, 0, 0.0),
            fl(33, 32, 0, 0.0)]
     pts += [fl(66, 32, c, 10.0) for c in (4, 16, 32)] + [fl(66, 16, c, 5.0) for c in (4, 32)]
@@ -201,10 +205,7 @@ def fencelate_heldout_plan() -> list[Point]:
     when they arrive (where a fence that waits for the link to empty and one that waits for the
     CTA's own bytes under equal shares part by 10-70 us), two fencelate points repeated, and the
     references of every A shape."""
-    K, L = 132, CONTROL_LOAD_BYTES
-
-    def fl(a, b_a, b_c, d):
-        return Point("late-fence", K, b_a * KIB, L, storers=a, late_bytes=b_c * KIB, late_delay_us=d)
+    fl = late_fence
     pts = [fl(66, 0, 0, 0.0), fl(33, 0, 0, 0.0)] + [fl(a, b, 0, 0.0) for a, b in ((66, 8), (66, 16), (66, 32), (66, 64),
                                                                                (33, 32), (33, 64))]
     pts += [fl(66, 16, 64, 5.0), fl(66, 16, 64, 10.0), fl(66, 32, 64, 10.0), fl(66, 32, 32, 20.0), fl(66, 64, 64, 10.0),
