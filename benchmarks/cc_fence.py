@@ -7,7 +7,8 @@ system-scope fence waits for"):
   (the ``fa_a2a`` builder's ``cc_fence = "link"``, a threshold-0 link gate on the next mainloop);
 - ``fifo``: until the stage has drained what it had accepted when the fence began (``"fifo"``);
 - ``own``: until the CTA's own bytes have drained (``"own"``, completion coupling: the engines'
-  weighted drain gives each CTA its share, so favoured CTAs finish early);
+  weighted drain gives each CTA its share, so favoured CTAs finish early; on a microbenchmark
+  point only set A fences, set C's streams never do);
 - ``fifo+gate``: ``fifo``, then the next mainloop's loads held by the platform's load gate (link
   scope, 328.9 kB), as in the fused kernel (``"fifo+gate"``, the gate scope ``fifo-link``);
 - ``own-eq``: ``own`` with every CTA's drain share equal (the profile's per-SM weights set to 1;
@@ -77,14 +78,15 @@ READINGS = builder.CC_FENCES + ("own+gate",)   # the builder's, then one this sc
 BASE_US = 1.0   # the DES's load phase without a gate (only when the loads start is compared)
 
 
-def own_then_gate(w: Workload, gate: LoadGate | None) -> Workload:
-    """``w`` (completion-coupled) as X-Stage coupling with ``gate``, each tile's next tile on the
-    same CTA waiting for a counter the tile signals when its own bytes have drained (where
-    neither already has a counter: a kernel boundary's drain signal covers it)."""
+def own_then_gate(w: Workload, gate: LoadGate | None, fencing: range | None = None) -> Workload:
+    """``w`` as X-Stage coupling with ``gate``, each tile of a ``fencing`` producer (default:
+    every producer) followed by the CTA's next tile only once a counter the tile signals when
+    its own bytes have drained says so (where neither already has a counter: a kernel
+    boundary's drain signal covers it). Producers not fencing issue as X-Stage coupling does."""
     sig, wc, wv = w.signal_counter.copy(), w.wait_counter.copy(), w.wait_value.copy()
     on_drain = w.signal_on_drain.copy()
     n = w.n_counters
-    for p in range(w.n_producers):
+    for p in range(w.n_producers) if fencing is None else fencing:
         for j in range(w.offsets[p], w.offsets[p + 1] - 1):
             if sig[j] < 0 and wc[j + 1] < 0:
                 sig[j], on_drain[j], wc[j + 1], wv[j + 1] = n, True, n, 1
@@ -98,8 +100,7 @@ def fence_workload(shape: Shape, platform, reading: str) -> Workload:
         return workload(shape, platform, LoadGate(0.0, reading))
     if reading == "fifo+gate":
         return workload(shape, platform, LoadGate(platform.load_gate.threshold_bytes, "fifo-link"))
-    own = dataclasses.replace(workload(shape, platform, None), coupling="completion-coupled")
-    return own if reading == "own" else MICRO_REWRITES[reading](own, platform)
+    return MICRO_OWN[reading](workload(shape, platform, None), platform, range(shape.storers))
 
 
 def micro_rows(platform, engine: str) -> list[dict]:
@@ -156,8 +157,12 @@ def equal_shares(w: Workload) -> Workload:
 
 
 SCRIPT_READINGS = {"own+gate": lambda w, plat: own_then_gate(w, plat.load_gate)}   # rewrites of own, here only
-MICRO_REWRITES = {**SCRIPT_READINGS, "own-eq": lambda w, plat: equal_shares(w),     # the loadgate model's own
-                  "own-eq+gate": lambda w, plat: own_then_gate(equal_shares(w), plat.load_gate)}
+# The own readings of a microbenchmark point: only set A (the storers that load after it) fences;
+# set C's streams never do, so its bursts issue as the X-Stage accepts them.
+MICRO_OWN = {"own": lambda w, plat, a: own_then_gate(w, None, a),
+             "own-eq": lambda w, plat, a: own_then_gate(equal_shares(w), None, a),
+             "own+gate": lambda w, plat, a: own_then_gate(w, plat.load_gate, a),
+             "own-eq+gate": lambda w, plat, a: own_then_gate(equal_shares(w), plat.load_gate, a)}
 
 
 def cc_rewritten(series, platform, engine: str, reading: str) -> dict:
