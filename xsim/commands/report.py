@@ -122,7 +122,11 @@ def _fa_a2a(rs, platform, args) -> Built:
     from xsim.report import fa_a2a, fa_a2a_page
     from xsim.simulate_point import default_engine
 
-    rep = fa_a2a.build(rs, platform, engine=None if args.no_des else default_engine(platform), cc_fence=args.cc_fence)
+    from xsim.report.fa_a2a_repeats import shipped_repeats
+
+    repeats = None if args.records else shipped_repeats(platform.name)   # the shipped run's repeats
+    rep = fa_a2a.build(rs, platform, engine=None if args.no_des else default_engine(platform), cc_fence=args.cc_fence,
+                       repeats=repeats)
     return Built(rep.summary, fa_a2a.HEADLINE_KEYS, fa_a2a_page.section(rep), lambda: print_report(rep),
                  tuple(rep.notes))
 

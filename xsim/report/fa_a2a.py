@@ -26,6 +26,7 @@ from xsim.des import simulate
 from xsim.params import resolve
 from xsim.platform import Platform
 from xsim.report.fa_a2a_points import SERIES_KEYS, Point, Series, collect
+from xsim.report.fa_a2a_repeats import over_runs, series_commits
 from xsim.report.fa_a2a_summary import extreme, summarize_series, targets
 
 MODELS = ("closed-form", "des")
@@ -82,9 +83,12 @@ def predict_point(p: Point, qloop: QLoop, platform: Platform, destination: str, 
     p.floor_predicted_us = cf.remote_waves * cf.t_iss0_us
 
 
-def build(rs: RecordSet, platform: Platform, engine: str | None = None, cc_fence: str | None = None) -> FaA2aReport:
+def build(rs: RecordSet, platform: Platform, engine: str | None = None, cc_fence: str | None = None,
+          repeats: list | None = None) -> FaA2aReport:
     """Every fa-a2a series beside both predictions, with the Table 3 / Fig. 11 summary; ``cc_fence``
-    the DES's cc fence (``fa_a2a`` builder; None: its default)."""
+    the DES's cc fence (``fa_a2a`` builder; None: its default); ``repeats`` (file name, records)
+    of other runs, whose runs of the headline series the ratio targets are counted over
+    (:mod:`xsim.report.fa_a2a_repeats`; None: the shipped run alone)."""
     notes: list[str] = []
     series = []
     for key, by_m in sorted(collect(rs, notes).items(), key=lambda kv: str(kv[0])):
@@ -132,6 +136,9 @@ def build(rs: RecordSet, platform: Platform, engine: str | None = None, cc_fence
             paced = ps["m_ub_star_predicted_by_model_paced"] or {}
             summary.update(m_ub_star_predicted_des=h["m_ub_star_predicted_by_model"]["des"],
                            m_ub_star_predicted_des_paced=paced.get("des"))
+        if repeats is not None:
+            summary["over_runs"] = over_runs(head, h["m_ub_star_predicted"], repeats,
+                                             series_commits(rs, head.key))
         summary["targets"] = targets(summary)
         summary["staggered"] = _other_staggers(series, head, headline_model)
     summary["series"] = [s.summary for s in series]

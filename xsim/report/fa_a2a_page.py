@@ -39,7 +39,8 @@ def headline(rep: FaA2aReport) -> list[Headline]:
     rows = [Headline(LABELS.get(k, k), _fmt(rep.summary.get(k)), k) for k in HEADLINE_KEYS]
     for t in rep.summary.get("targets", []):
         verdict = {True: "pass", False: "FAIL", None: "n/a"}[t["pass"]]
-        rows.append(Headline(f"target: {t['target']}", f"{_fmt(t['value'])} ({verdict})", f"bound {t['bound']}"))
+        runs = f"; {t['runs_pass']} runs meet it" if "runs_pass" in t else ""
+        rows.append(Headline(f"target: {t['target']}", f"{_fmt(t['value'])} ({verdict}{runs})", f"bound {t['bound']}"))
     return rows
 
 

@@ -157,8 +157,12 @@ def _check(value, op: str, bound: float) -> bool | None:
 
 
 def targets(head: dict) -> list[dict]:
-    """Every target of the issue with its value and pass (True/False, None: nothing to test)."""
-    out = [{"target": k, "value": head.get(k), "bound": f"{op} {b:g}", "pass": _check(head.get(k), op, b)}
+    """Every target of the issue with its value and pass (True/False, None: nothing to test); the
+    ratio targets also with how many runs of the headline series meet them (``runs_pass``, where
+    the report was given repeats: :mod:`xsim.report.fa_a2a_repeats`)."""
+    runs = head.get("over_runs") or {}
+    out = [{"target": k, "value": head.get(k), "bound": f"{op} {b:g}", "pass": _check(head.get(k), op, b),
+            **({"runs_pass": f"{runs[k]['n_pass']} of {runs[k]['n_runs']}"} if k in runs else {})}
            for k, (op, b) in TARGETS.items()]
     meas = head.get("m_ub_star_measured")
     out.append(_threshold_target("m_ub_star_measured", meas, head.get("m_ub_star_predicted")))
