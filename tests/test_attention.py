@@ -82,6 +82,8 @@ def test_fit_needs_two_lengths_and_a_rising_line():
         fit_qloop([4096, 4096], [10.0, 11.0], 128)
     with pytest.raises(ValueError, match="not > 0"):
         fit_qloop([1024, 8192], [50.0, 10.0], 128)
+    with pytest.raises(ValueError, match="fixed part"):   # a line below 0 at no KV tiles
+        fit_qloop([16384, 32768], [200.0, 420.0], 128)
     with pytest.raises(ValueError, match='"sigma_us_per_kv_tile" must be > 0'):
         QLoop(0.0, 1.0, 128)
 

@@ -55,7 +55,8 @@ def fit_qloop(seq_lens, qloop_us, block_n: int, cvs=None) -> QLoop:
     spread ``cv`` is the median of the points' per-tile CVs (``cvs``, :func:`xsim.spread.spread_cv`; 0 without).
 
     Needs at least two distinct sequence lengths; a non-positive slope is an error (the
-    Q-loop must grow with M)."""
+    Q-loop must grow with M), and so is a negative fixed part (no tile takes less than
+    nothing: a line through a few long sequences whose clocks differ can cross below 0)."""
     m = np.asarray(seq_lens, dtype=float)
     y = np.asarray(qloop_us, dtype=float)
     keep = np.isfinite(y) & (y > 0)
@@ -68,6 +69,9 @@ def fit_qloop(seq_lens, qloop_us, block_n: int, cvs=None) -> QLoop:
     (sigma, fixed), *_ = np.linalg.lstsq(design / y[:, None], np.ones_like(y), rcond=None)
     if not sigma > 0:
         raise ValueError(f"the fitted Q-loop slope is {sigma:.4g} us per KV tile: not > 0")
+    if fixed < 0:
+        raise ValueError(f"the fitted Q-loop fixed part is {fixed:.4g} us: not >= 0 (fit a sweep that "
+                         "includes short sequences)")
     rms = float(np.sqrt(np.mean((design @ np.array([sigma, fixed]) - y) ** 2)))
     c = np.asarray([] if cvs is None else cvs, dtype=float)
     c = c[np.isfinite(c) & (c >= 0)]
