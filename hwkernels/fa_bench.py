@@ -123,6 +123,17 @@ def shapes(args, rank: int = 0) -> list[FAShape]:
                     block_n=args.block_n) for m in ms]
 
 
+def kernel_config(args) -> KernelConfig:
+    """The kernel options of the command line (the stagger as given: 'design' is resolved later)."""
+    return KernelConfig(args.num_warps, args.num_stages, args.tma, flatten=args.flatten,
+                        ws=args.ws, pace=args.pace, pace_spread=not args.pace_consecutive,
+                        pace_order=args.pace_order, pace_branch=not args.pace_masked,
+                        pace_pf=bool(args.pace_pf),
+                        swp=args.swp, emu=args.emu, early=args.early, split=args.split,
+                        lsum=args.lsum, qpf=args.qpf, qreg=bool(args.qreg),
+                        mainloop=args.mainloop, stagger_us=stagger_number(args.stagger_us))
+
+
 def _host_view(nbytes: int, device):
     from .destination import host_buffer
 
@@ -273,13 +284,7 @@ def main(argv=None) -> int:
         args.sp = world                           # Ulysses SP = N
     try:
         cases = shapes(args)
-        cfg = KernelConfig(args.num_warps, args.num_stages, args.tma, flatten=args.flatten,
-                           ws=args.ws, pace=args.pace, pace_spread=not args.pace_consecutive,
-                           pace_order=args.pace_order, pace_branch=not args.pace_masked,
-                           pace_pf=bool(args.pace_pf),
-                           swp=args.swp, emu=args.emu, early=args.early, split=args.split,
-                           lsum=args.lsum, qpf=args.qpf, qreg=bool(args.qreg),
-                           mainloop=args.mainloop, stagger_us=stagger_number(args.stagger_us))
+        cfg = kernel_config(args)
         gluon = args.mainloop == "gluon"
         known = GLUON_VARIANTS if gluon else VARIANTS
         variants = [v for v in args.variants.split(",") if v] or list(known)
