@@ -19,7 +19,6 @@ symmetric buffer (its own slice into its own); every variant; each owner checks 
 received after a barrier; times are per-trial maxima over ranks; rank 0 writes the records.
 """
 
-import argparse
 import os
 import sys
 
@@ -28,110 +27,17 @@ import numpy as np
 from . import fa, fa_dist, fa_layout, fa_paired, records
 from .destination import H200_L2_BYTES, RING_L2_MULTIPLE, ring_bursts
 from .fa import FAShape
-from .fa_stagger import design_config, design_platform, stagger_number
+from .fa_bench_args import SUITES, kernel_config, parse_args, shapes  # noqa: F401 (the runner's CLI)
+from .fa_stagger import design_config, design_platform
 from .fa_tables import rows_from_records, table, tile_table
-from .fa_variants import (GLUON_VARIANTS, INSTRUMENTED, MAINLOOPS, VARIANTS, Case, KernelConfig,
-                          record_kind, tile_times)
+from .fa_variants import GLUON_VARIANTS, INSTRUMENTED, VARIANTS, Case, record_kind, tile_times
 from .fa_waves import wave_stats
 from .platform_info import smi_sm_clock_mhz
 from .ranks import SOLO
 
-SUITES = {"full": (1024, 4096, 16384, 65536, 2048, 8192, 32768, 3072, 6144, 12288),
-          "quick": (1024, 4096, 16384)}
 RING_BYTES = RING_L2_MULTIPLE * H200_L2_BYTES   # fresh host addresses: a line is rewritten after >= 4x L2
 MAX_SLOTS = 32
 TARGET_RUN_US = 4000.0              # a graph replay long enough for event timing
-
-
-def parse_args(argv=None):
-    ap = argparse.ArgumentParser(prog="hwkernels.fa_bench", description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True, help="records file (JSONL), appended to")
-    ap.add_argument("--target", choices=("host", "peer"), default="host")
-    ap.add_argument("--suite", choices=sorted(SUITES), default="full")
-    ap.add_argument("--seq-lens", default="", help="comma-separated M values (default: suite)")
-    ap.add_argument("--heads", type=int, default=32)
-    ap.add_argument("--sp", type=int, default=4, help="Ulysses SP N (virtual owners on one GPU)")
-    ap.add_argument("--head-dim", type=int, default=128)
-    ap.add_argument("--tokens", type=int, default=4096,
-                    help="batch = max(1, tokens // M) so short sequences still fill the GPU")
-    ap.add_argument("--block-m", type=int, default=128)
-    ap.add_argument("--block-n", type=int, default=128)
-    ap.add_argument("--num-warps", type=int, default=8)
-    ap.add_argument("--num-stages", type=int, default=3)
-    ap.add_argument("--tma", action="store_true", help="K/V through tensor descriptors")
-    ap.add_argument("--flatten", action="store_true", help="persistent loop tl.range(flatten=True)")
-    ap.add_argument("--ws", action="store_true", help="persistent loop tl.range(warp_specialize=True)")
-    ap.add_argument("--swp", action="store_true",
-                    help="Q-loop software-pipelined by one KV step (P V in flight during the softmax)")
-    ap.add_argument("--emu", type=int, default=1, choices=fa.EMUS,
-                    help="softmax exp2: this many of every 8 elements on the FMA pipe (fa_exp2; "
-                         "default 1, the shipped kernel; 0: all on MUFU, the kernel before it)")
-    ap.add_argument("--early", action="store_true", help="softmax: alpha and the rescale first")
-    ap.add_argument("--lsum", action="store_true",
-                    help="softmax row sums as P @ ones on the tensor cores (fa_qloop LSUM)")
-    ap.add_argument("--qpf", type=int, default=0, choices=fa.QPFS,
-                    help="every variant: the next tile's Q (2: and its first K, V) prefetched "
-                         "into L2 at each tile start")
-    ap.add_argument("--qreg", type=int, default=1, choices=(0, 1),
-                    help="every variant: the next tile's Q loaded during each tile's epilogue "
-                         "(default 1, the shipped kernel; 0: the kernel before it)")
-    ap.add_argument("--split", action="store_true",
-                    help="fa-only and serial: the last partial wave split along KV (fa_split)")
-    ap.add_argument("--pace", type=int, default=8,
-                    help="fused-paced: row chunks per tile, stored during the next Q-loop")
-    ap.add_argument("--pace-consecutive", action="store_true",
-                    help="fused-paced: one chunk per KV step (default: spread over the Q-loop)")
-    ap.add_argument("--pace-order", choices=("remote-first", "default"), default="remote-first",
-                    help="fused-paced tile order (remote-first: the rank's own tiles last)")
-    ap.add_argument("--pace-masked", action="store_true",
-                    help="fused-paced: chunk code masked on every KV step (default: uniform if)")
-    ap.add_argument("--pace-pf", type=int, default=0, choices=(0, 1),
-                    help="fused-paced: each chunk read from the stage one chunk step before its "
-                         "stores (fa_qloop._pace_step_pf; default 0, the kernel of the shipped "
-                         "records; 1 measured faster in two paired A/Bs, docs/fa-a2a.md run 6)")
-    ap.add_argument("--paired", action="store_true",
-                    help="per M, every variant timed once per trial in a rotating order; records "
-                         "add the median per-trial difference to FA-only (fa_paired)")
-    ap.add_argument("--config", default="",
-                    help="JSON file whose 'best' is [block_m, block_n, num_warps, num_stages, "
-                         "tma] (fa_tune's output); overrides those five options")
-    ap.add_argument("--programs", type=int, default=0, help="persistent CTAs (0: SM count)")
-    ap.add_argument("--repeats", type=int, default=10)
-    ap.add_argument("--mainloop", choices=MAINLOOPS, default="triton",
-                    help="the attention kernel: fa_kernels' (triton) or fa_gluon's warp-specialized "
-                         "one (gluon: b_m = b_n = d = 128, 2 stages; the Triton options above "
-                         "do not apply; variants default to GLUON_VARIANTS)")
-    ap.add_argument("--stagger-us", default="0",
-                    help="gluon fused and cc: program p starts stagger * p / K us late in every "
-                         "launch (staggered phases; records of the run carry params.stagger_us); "
-                         "'design': the stagger eq. 10 asks for on --profile "
-                         "(xsim.attention.stagger; records also carry params.stagger_rule)")
-    ap.add_argument("--profile", default="",
-                    help="the calibrated platform --stagger-us design reads (default: "
-                         "h200-pcie-host for --target host, h200-nvlink-x2 for peer)")
-    ap.add_argument("--variants", default="", help="comma-separated (default: every variant of "
-                    "the mainloop)")
-    ap.add_argument("--table-from", default="", metavar="RECORDS.jsonl",
-                    help="print the tables of an existing records file and exit (no GPU)")
-    return ap.parse_args(argv)
-
-
-def shapes(args, rank: int = 0) -> list[FAShape]:
-    ms = [int(m) for m in args.seq_lens.split(",") if m] or list(SUITES[args.suite])
-    return [FAShape(batch=max(1, args.tokens // m), heads=args.heads, seq_len=m,
-                    head_dim=args.head_dim, sp=args.sp, rank=rank, block_m=args.block_m,
-                    block_n=args.block_n) for m in ms]
-
-
-def kernel_config(args) -> KernelConfig:
-    """The kernel options of the command line (the stagger as given: 'design' is resolved later)."""
-    return KernelConfig(args.num_warps, args.num_stages, args.tma, flatten=args.flatten,
-                        ws=args.ws, pace=args.pace, pace_spread=not args.pace_consecutive,
-                        pace_order=args.pace_order, pace_branch=not args.pace_masked,
-                        pace_pf=bool(args.pace_pf),
-                        swp=args.swp, emu=args.emu, early=args.early, split=args.split,
-                        lsum=args.lsum, qpf=args.qpf, qreg=bool(args.qreg),
-                        mainloop=args.mainloop, stagger_us=stagger_number(args.stagger_us))
 
 
 def _host_view(nbytes: int, device):
@@ -150,18 +56,21 @@ def host_bytes_for(shapes_: list[FAShape]) -> int:
     return max(slots_for(s) * s.remote_bytes for s in shapes_)
 
 
-def measure_variant(case: Case, variant: str, repeats: int, instrument: bool = True):
+def measure_variant(case: Case, variant: str, repeats: int, instrument: bool = True, steady_s: float = 0.0):
     """harness.measure over graph replays of one variant: (Measurement, replays, graphed).
     N ranks (case.ranks): barriers around every run, times and checks over every rank."""
     from .harness import measure
 
-    run, replays, graphed, kw = prepare_variant(case, variant, instrument)
+    run, replays, graphed, kw = prepare_variant(case, variant, instrument, steady_s)
     return measure(run, repeats=repeats, warmup=1, **kw), replays, graphed
 
 
-def prepare_variant(case: Case, variant: str, instrument: bool = True):
+def prepare_variant(case: Case, variant: str, instrument: bool = True, steady_s: float = 0.0):
     """One variant ready to time: (run, replays, graphed, harness.measure keywords); run()
-    times one graph replay of `replays` rings (and, instrumented, one stamped launch)."""
+    times one graph replay of `replays` rings (and, instrumented, one stamped launch).
+    steady_s > 0: before every trial the same rings run back to back for about that long,
+    untimed (harness.measure's heat), so the timed replay runs at the power-capped clock the
+    kernel holds when it runs on, not at the boost an idle GPU gives a short launch."""
     import torch
 
     from .harness import capture_graph, graph_replay_us
@@ -198,8 +107,16 @@ def prepare_variant(case: Case, variant: str, instrument: bool = True):
             result = e
         return rk.pool(result)
 
+    heat_rings = max(1, int(steady_s * 1e6 // max(est_us, 1.0)))
+
+    def heat():
+        for _ in range(heat_rings):
+            if graph is not None:
+                graph.replay()
+            else:
+                ring()
     kw = dict(poison=lambda: case.poison(variant), check=lambda _r: case.check(variant),
-              flush_l2=True, sync=rk.sync, agree=rk.agree)
+              flush_l2=True, sync=rk.sync, agree=rk.agree, heat=heat if steady_s > 0 else None)
     return run, replays, graph is not None, kw
 
 
@@ -291,6 +208,8 @@ def main(argv=None) -> int:
         unknown = [v for v in variants if v not in known]
         if unknown:
             raise ValueError(f"variants {unknown} are not in the {args.mainloop} mainloop's {known}")
+        if args.steady_s < 0 or (args.steady_s > 0 and args.paired):
+            raise ValueError("--steady-s must be >= 0 and does not go with --paired")
         if args.stagger_us == "design" and not gluon:
             raise ValueError("--stagger-us design needs --mainloop gluon (the stagger is its STAGGER_NS)")
         if args.stagger_us == "design":
@@ -333,7 +252,7 @@ def main(argv=None) -> int:
                     raise paired[variant]
                 m, replays, graph, extra = (paired[variant] if args.paired else
                                             (*measure_variant(case, variant, args.repeats,
-                                                              instrument), {}))
+                                                              instrument, args.steady_s), {}))
             except Exception as exc:  # noqa: BLE001 - say which variant failed, go on
                 print(f"[rank {rk.rank}] M={shape.seq_len} {variant}: FAILED {type(exc).__name__}: "
                       f"{str(exc)[:300]}", flush=True)
@@ -349,6 +268,8 @@ def main(argv=None) -> int:
             params["smi_sm_clock_mhz"] = smi_sm_clock_mhz()
             if "stagger_us" in params:
                 params.update(rule)
+            if args.steady_s > 0:
+                params.update(timing="steady", steady_s=args.steady_s)
             params.update(extra)
             rec = records.make_record("fa-a2a", record_kind(variant), params, st, m.check_dict(),
                                       _platform(mhz, args.target, world, dev.index or 0),

@@ -113,7 +113,7 @@ def block(case, ring, graph, seconds: float, est_us: float) -> dict:
 def main(argv=None) -> int:
     import torch
 
-    from . import fa_bench
+    from . import fa_bench, fa_bench_args
     from .fa_stagger import design_config, design_platform
     from .fa_variants import Case
     from .harness import capture_graph, graph_replay_us
@@ -126,10 +126,10 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--smi-ms", type=int, default=20)
     own, rest = ap.parse_known_args(argv)
-    args = fa_bench.parse_args(["--out", "-", "--seq-lens", str(own.seq_len), *rest])
+    args = fa_bench_args.parse_args(["--out", "-", "--seq-lens", str(own.seq_len), *rest])
     variants = [v for v in (args.variants or "fa-only,fused").split(",") if v]
-    cfg = fa_bench.kernel_config(args)
-    shape = fa_bench.shapes(args)[0]
+    cfg = fa_bench_args.kernel_config(args)
+    shape = fa_bench_args.shapes(args)[0]
     programs = args.programs or torch.cuda.get_device_properties(0).multi_processor_count
     rule = {}
     if args.stagger_us == "design":

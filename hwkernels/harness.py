@@ -54,13 +54,17 @@ def gather(results: list[dict]) -> dict[str, np.ndarray]:
 
 
 def measure(run, repeats: int, warmup: int = 1, poison=None, check=None, flush_l2: bool = False,
-            sync=None, agree=None) -> Measurement:
-    """Run ``warmup + repeats`` checked launches; Stats of the kept ones (see the module doc)."""
+            sync=None, agree=None, heat=None) -> Measurement:
+    """Run ``warmup + repeats`` checked launches; Stats of the kept ones (see the module doc).
+    ``heat``: enqueued before each trial's poison (untimed work that brings the GPU's power and
+    clock to the steady state the timed launch then runs in)."""
     if repeats < 1 or warmup < 0:
         raise ValueError('"repeats" must be >= 1 and "warmup" >= 0.')
     check = check or _no_check
     kept, worst = [], 0.0
     for i in range(warmup + repeats):
+        if heat is not None:
+            heat()
         if poison is not None:
             poison()
         if flush_l2:

@@ -172,6 +172,25 @@ def test_runner_targets_the_world_cannot_serve_exit_2(argv, env, message, capsys
     assert len(err) == 1 and message in err[0]
 
 
+@pytest.mark.parametrize("argv", [["--steady-s", "-1"], ["--steady-s", "0.25", "--paired"]])
+def test_runner_steady_timing_needs_a_length_and_no_pairing(argv, capsys):
+    pytest.importorskip("torch")
+    from hwkernels import fa_bench
+
+    assert fa_bench.main(["--out", "/nonexistent/x.jsonl", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--steady-s must be >= 0" in err[0]
+
+
+def test_measure_heats_before_every_trial_poison_and_run():
+    from hwkernels.harness import measure
+
+    calls = []
+    m = measure(lambda: calls.append("run") or {"t": 1.0}, repeats=2, warmup=1,
+                poison=lambda: calls.append("poison"), heat=lambda: calls.append("heat"))
+    assert m.ok and calls == ["heat", "poison", "run"] * 3
+
+
 def test_tile_times_from_synthetic_stamps():
     from hwkernels.fa_variants import tile_times
 

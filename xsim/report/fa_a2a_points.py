@@ -22,8 +22,10 @@ from xsim.spread import P10_P90_SIGMAS, spread_cv
 
 KINDS = ("fa-only", "sdpa-cudnn", "a2a-store", "a2a-ce", "serial", "fused", "fused-paced", "cc")
 STAMPED = ("fa-only", "fused", "fused-paced", "cc")   # the kinds whose SM clock their own stamps measured
-SERIES_KEYS = ("head_dim", "block_m", "block_n", "sp", "destination", "mainloop", "stagger_us")
-KEY_DEFAULTS = {"mainloop": "triton", "stagger_us": 0.0}   # records before the Gluon mainloop name none: fa_kernels'
+SERIES_KEYS = ("head_dim", "block_m", "block_n", "sp", "destination", "mainloop", "stagger_us", "timing")
+# records before the Gluon mainloop name none: fa_kernels'; before fa_bench --steady-s no timing: a short
+# launch after the checks' idle gap ("burst"; "steady": after the same rings ran on, power-capped)
+KEY_DEFAULTS = {"mainloop": "triton", "stagger_us": 0.0, "timing": "burst"}
 
 
 @dataclass
