@@ -202,7 +202,7 @@ def test_cc_fence_option_changes_only_the_cc_prediction(files, capsys):
     assert code == 2 and "invalid choice" in err and err.count("\n") == 1
 
 
-def _series(mainloop, t_fa, paced=False, head_dim=128, ms=(1024, 2048), stagger_us=0.0):
+def _series(mainloop, t_fa, paced=False, head_dim=128, ms=(1024, 2048), stagger_us=0.0, timing="burst"):
     from xsim.attention.shape import AttentionShape
     from xsim.report.fa_a2a_points import Series
 
@@ -214,7 +214,7 @@ def _series(mainloop, t_fa, paced=False, head_dim=128, ms=(1024, 2048), stagger_
         if paced:
             meas["fused-paced"] = 1.1 * meas["fa-only"]
         pts.append(Point(m, shape, meas))
-    return Series({"head_dim": head_dim, "mainloop": mainloop, "stagger_us": stagger_us}, pts, None)
+    return Series({"head_dim": head_dim, "mainloop": mainloop, "stagger_us": stagger_us, "timing": timing}, pts, None)
 
 
 def test_headline_is_the_faster_kernel_and_paced_keys_come_from_the_series_that_has_them():
@@ -341,6 +341,8 @@ def test_headline_is_the_kernel_the_design_test_configures():
     assert _headline([plain, designed]) is plain                     # no platform: unstaggered
     assert design_stagger_us(plain, resolve_platform("paper-8gpu")) == 0.0
     assert _headline([designed, plain], resolve_platform("paper-8gpu")) is plain
+    steady = _series("gluon", 110.0, timing="steady")       # steady-state timing before the stagger rule
+    assert _headline([plain, other, designed, steady], host) is steady
 
 
 def test_shipped_report_has_the_staggered_series_beside_the_headline(capsys):
