@@ -69,8 +69,9 @@ def prepare_variant(case: Case, variant: str, instrument: bool = True, steady_s:
     """One variant ready to time: (run, replays, graphed, harness.measure keywords); run()
     times one graph replay of `replays` rings (and, instrumented, one stamped launch).
     steady_s > 0: before every trial the same rings run back to back for about that long,
-    untimed (harness.measure's heat), so the timed replay runs at the power-capped clock the
-    kernel holds when it runs on, not at the boost an idle GPU gives a short launch."""
+    untimed (harness.measure's heat, after the poison), so the timed replay runs at the
+    power-capped clock the kernel holds when it runs on, not at the boost that an idle GPU, or
+    the low-power poisoning of the host buffers over PCIe, gives the launch after it."""
     import torch
 
     from .harness import capture_graph, graph_replay_us

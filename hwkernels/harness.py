@@ -56,17 +56,19 @@ def gather(results: list[dict]) -> dict[str, np.ndarray]:
 def measure(run, repeats: int, warmup: int = 1, poison=None, check=None, flush_l2: bool = False,
             sync=None, agree=None, heat=None) -> Measurement:
     """Run ``warmup + repeats`` checked launches; Stats of the kept ones (see the module doc).
-    ``heat``: enqueued before each trial's poison (untimed work that brings the GPU's power and
-    clock to the steady state the timed launch then runs in)."""
+    ``heat``: enqueued after each trial's poison, right before its timed run (untimed work that
+    brings the GPU's power and clock to the steady state the timed run then starts in; the same
+    kernels as ``run``, so they overwrite the poison: the check then covers the kernels that
+    ran, heat and timed run alike)."""
     if repeats < 1 or warmup < 0:
         raise ValueError('"repeats" must be >= 1 and "warmup" >= 0.')
     check = check or _no_check
     kept, worst = [], 0.0
     for i in range(warmup + repeats):
-        if heat is not None:
-            heat()
         if poison is not None:
             poison()
+        if heat is not None:
+            heat()
         if flush_l2:
             flush_l2_cache()
         if sync is not None:

@@ -182,13 +182,13 @@ def test_runner_steady_timing_needs_a_length_and_no_pairing(argv, capsys):
     assert len(err) == 1 and "--steady-s must be >= 0" in err[0]
 
 
-def test_measure_heats_before_every_trial_poison_and_run():
+def test_measure_heats_after_every_trial_poison_right_before_its_run():
     from hwkernels.harness import measure
 
     calls = []
     m = measure(lambda: calls.append("run") or {"t": 1.0}, repeats=2, warmup=1,
                 poison=lambda: calls.append("poison"), heat=lambda: calls.append("heat"))
-    assert m.ok and calls == ["heat", "poison", "run"] * 3
+    assert m.ok and calls == ["poison", "heat", "run"] * 3   # no poison between the heat and the run
 
 
 def test_tile_times_from_synthetic_stamps():
