@@ -150,15 +150,15 @@ STAGGERED_KEYS = ("fused_over_fa_above_threshold", "hiding_min_above_threshold",
 
 
 def _other_staggers(series: list[Series], head: Series, model: str) -> list[dict]:
-    """The headline's kernel at its other program staggers (``stagger_us``, 0 included when the
-    headline is staggered), one entry per stagger: its fused keys (the targets' bounds, not the
-    targets: those are read on the headline), its DES errors and its keys at one clock."""
-    same = {k: v for k, v in head.key.items() if k != "stagger_us"}
+    """The headline's kernel at its other program staggers and timings (``stagger_us``, 0 included
+    when the headline is staggered; ``timing``), one entry per series: its fused keys (the targets'
+    bounds, not the targets: those are read on the headline), its DES errors and its keys at one clock."""
+    same = {k: v for k, v in head.key.items() if k not in ("stagger_us", "timing")}
     out = []
     for s in series:
         if s is not head and all(s.key[k] == v for k, v in same.items()):
             h = s.summary
-            out.append({"stagger_us": s.key["stagger_us"], **{k: h[k] for k in STAGGERED_KEYS},
+            out.append({"stagger_us": s.key["stagger_us"], "timing": s.key["timing"], **{k: h[k] for k in STAGGERED_KEYS},
                         "fused_time_mape": h["errors"][model]["fused_time_mape"],
                         "cc_time_mape": h["errors"][model]["cc_time_mape"],
                         "at_clock": {k: v for k, v in (h["at_clock"] or {}).items() if not isinstance(v, dict)}})
