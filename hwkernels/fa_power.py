@@ -22,6 +22,8 @@ import time
 
 import numpy as np
 
+from xsim.fileio import atomic_write
+
 REASONS = {0x1: "idle", 0x2: "app clocks", 0x4: "sw power cap", 0x8: "hw slowdown", 0x10: "sync boost",
            0x20: "sw thermal", 0x40: "hw thermal", 0x80: "hw power brake", 0x100: "display clock"}
 FIELD_SETS = (("clocks.sm", "power.draw.instant", "power.draw.average", "clocks_event_reasons.active",
@@ -162,8 +164,7 @@ def main(argv=None) -> int:
     doc = {"commit": run_commit()[0], "device": torch.cuda.get_device_name(), "seq_len": shape.seq_len,
            "stagger_us": cfg.stagger_us, **rule, "smi_fields": list(smi.fields), "idle": idle, "rows": rows,
            "checks_after": {v: {"ok": bool(ok), "max_err": float(e)} for v, (ok, e) in after.items()}}
-    with open(own.json, "w") as f:
-        json.dump(doc, f, indent=1)
+    atomic_write(own.json, json.dumps(doc, indent=1))
     print(f"idle: {idle}")
     print("| round | variant | kernel us | CLK MHz | smi MHz | power W | avg W | temp C | reasons | samples |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")

@@ -26,6 +26,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from xsim.fileio import atomic_write
+
 SHAPE = (2048, 768, 1024)   # H, I, m of the 48-tile Linear-1 (gemm_vs_cublas_min's shape)
 
 
@@ -111,8 +113,7 @@ def main(argv=None) -> int:
             "commit": run_commit()[0], "device": torch.cuda.get_device_name()}
     rows = [measure(prec, args.trials) for prec in ("bf16", "fp8")]
     doc = {**base, "rows": rows}
-    with open(args.json, "w") as f:
-        json.dump(doc, f, indent=1)
+    atomic_write(args.json, json.dumps(doc, indent=1))
     print(f"triton empty {base['triton_empty_us']:.2f} us, cuBLAS 128^3 {base['cublas_tiny_us']:.2f} us")
     print("| precision | empty | empty, no CLK | one L1 tile | L1 (48 tiles) | cuBLAS L1 | tiles span | ratio |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
