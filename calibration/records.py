@@ -240,6 +240,16 @@ def shipped_record_files(platform: str | None = None) -> list:
                   key=lambda e: e.name)
 
 
+def shipped_repeat_files(platform: str, experiment: str) -> list:
+    """The repeat runs that ship beside the records (``calibration/records/repeats/``), of one
+    platform and experiment (``<platform>-<experiment>-*.jsonl``), sorted by name."""
+    folder = resources.files("calibration") / "records" / "repeats"
+    if not folder.is_dir():
+        return []
+    return sorted((e for e in folder.iterdir() if e.name.startswith(f"{platform}-{experiment}-")
+                   and e.name.endswith(".jsonl")), key=lambda e: e.name)
+
+
 def load_shipped_records(experiment: str | None = None, platform: str | None = None) -> RecordSet | None:
     """The shipped records of one platform (of one experiment, if given); None when there are none."""
     texts = [(e.name, e.read_bytes()) for e in shipped_record_files(platform)]

@@ -16,6 +16,7 @@ from xsim.attention.shape import AttentionShape
 from xsim.builders import fa_a2a
 from xsim.des import simulate
 from xsim.params import resolve
+from xsim.platform import CapacityModel, IssueModel, Platform
 from xsim.stats import Stats
 from xsim.units import drain_time_us
 
@@ -75,3 +76,9 @@ def write(records: list[dict], path) -> None:
     with open(path, "w") as fh:
         for r in records:
             fh.write(json.dumps(r) + "\n")
+
+
+def toy_host() -> Platform:
+    """The small host-link platform the report tests generate records for (16 SMs, 20 GB/s)."""
+    return Platform(name="toy-host", drain_rate_gbps=20.0, issue=IssueModel(t_fixed_us=0.5),
+                    capacity=CapacityModel(max_bytes=16 * 32768), sms=16, gpus=1)

@@ -26,7 +26,7 @@ from xsim.des import simulate
 from xsim.params import resolve
 from xsim.platform import Platform
 from xsim.report.fa_a2a_points import SERIES_KEYS, Point, Series, collect
-from xsim.report.fa_a2a_repeats import over_runs, series_commits
+from xsim.report.fa_a2a_repeats import key_of, over_runs, series_commits
 from xsim.report.fa_a2a_summary import extreme, summarize_series, targets
 
 MODELS = ("closed-form", "des")
@@ -138,7 +138,7 @@ def build(rs: RecordSet, platform: Platform, engine: str | None = None, cc_fence
                            m_ub_star_predicted_des_paced=paced.get("des"))
         if repeats is not None:
             summary["over_runs"] = over_runs(head, h["m_ub_star_predicted"], repeats,
-                                             series_commits(rs, head.key))
+                                             series_commits(rs, key_of(head)))
         summary["targets"] = targets(summary)
         summary["staggered"] = _other_staggers(series, head, headline_model)
     summary["series"] = [s.summary for s in series]

@@ -147,6 +147,11 @@ def column(record) -> str:
     return record.kind
 
 
+def series_key(params: dict) -> tuple:
+    """The series a record belongs to: its values of :data:`SERIES_KEYS` (defaults where absent)."""
+    return tuple(params.get(k, KEY_DEFAULTS.get(k)) for k in SERIES_KEYS)
+
+
 def collect(rs: RecordSet, notes: list[str]) -> dict:
     """Series key -> {M: Point}; the last record of a (series, M, kind) wins (noted)."""
     series: dict = defaultdict(dict)
@@ -154,7 +159,7 @@ def collect(rs: RecordSet, notes: list[str]) -> dict:
         if r.kind not in KINDS:
             notes.append(f"{r.where}: unknown fa-a2a kind {r.kind!r} left out")
             continue
-        key = tuple(r.params.get(k, KEY_DEFAULTS.get(k)) for k in SERIES_KEYS)
+        key = series_key(r.params)
         m = int(r.params["seq_len"])
         kind = column(r)
         point = series[key].get(m)

@@ -13,12 +13,11 @@ bound, and their median. The bound itself is unchanged; the count says how often
 from __future__ import annotations
 
 import math
-from importlib import resources
 
 import numpy as np
 
-from calibration.records import RecordSet, parse_texts
-from xsim.report.fa_a2a_points import KEY_DEFAULTS, SERIES_KEYS, Point, Series, collect
+from calibration.records import RecordSet, parse_texts, shipped_repeat_files
+from xsim.report.fa_a2a_points import SERIES_KEYS, Point, Series, collect, series_key
 from xsim.report.fa_a2a_summary import TARGETS, _check, extreme
 
 RUN_TARGETS = {"fused_over_fa_above_threshold": ("fused_over_fa", max),
@@ -27,18 +26,17 @@ RUN_TARGETS = {"fused_over_fa_above_threshold": ("fused_over_fa", max),
 
 def shipped_repeats(platform: str) -> list[tuple[str, RecordSet]]:
     """(file name, records) of the platform's shipped fa-a2a repeat files, sorted by name."""
-    folder = resources.files("calibration") / "records" / "repeats"
-    if not folder.is_dir():
-        return []
-    files = sorted((e for e in folder.iterdir() if e.name.startswith(f"{platform}-fa-a2a-") and e.name.endswith(".jsonl")),
-                   key=lambda e: e.name)
-    return [(e.name, parse_texts([(e.name, e.read_bytes())])) for e in files]
+    return [(e.name, parse_texts([(e.name, e.read_bytes())])) for e in shipped_repeat_files(platform, "fa-a2a")]
 
 
-def series_commits(rs: RecordSet, key: dict) -> list[str]:
-    """The commits the records of one series were measured at."""
-    return sorted({str(r.data.get("commit", "?")) for r in rs.select("fa-a2a")
-                   if {k: r.params.get(k, KEY_DEFAULTS.get(k)) for k in SERIES_KEYS} == dict(key)})
+def key_of(s: Series) -> tuple:
+    """A series' key as :func:`~xsim.report.fa_a2a_points.collect` groups records by it."""
+    return tuple(s.key[k] for k in SERIES_KEYS)
+
+
+def series_commits(rs: RecordSet, key: tuple) -> list[str]:
+    """The commits the records of one series (its :func:`key_of`) were measured at."""
+    return sorted({str(r.data.get("commit", "?")) for r in rs.select("fa-a2a") if series_key(r.params) == key})
 
 
 def run_values(name: str, commits: list[str], points: list[Point], m_ub: float) -> dict:
@@ -56,11 +54,12 @@ def over_runs(head: Series, m_ub: float | None, repeats: list[tuple[str, RecordS
     """Every run of the headline series (the shipped one first) and, per ratio target, how many meet it."""
     if m_ub is None:
         return None
+    want = key_of(head)
     runs = [run_values("shipped", shipped_commits, head.points, m_ub)]
     for name, rs in repeats:
-        for key, by_m in collect(rs, []).items():
-            if dict(zip(SERIES_KEYS, key)) == dict(head.key):
-                runs.append(run_values(name, series_commits(rs, head.key), [by_m[m] for m in sorted(by_m)], m_ub))
+        by_m = collect(rs, []).get(want)
+        if by_m:
+            runs.append(run_values(name, series_commits(rs, want), [by_m[m] for m in sorted(by_m)], m_ub))
     out: dict = {"runs": runs}
     for target in RUN_TARGETS:
         op, bound = TARGETS[target]
