@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 from xsim.fileio import parse_json, read_bytes
 
 SCHEMA = "xstage.record/1"
-EXPERIMENTS = ("micro", "moe", "fa-a2a", "loadgate")
+EXPERIMENTS = ("micro", "moe", "fa-a2a", "loadgate", "power")
 STAT_KEYS = ("mean", "median", "p10", "p90", "min", "max", "n")
 REQUIRED_FIELDS = ("schema", "experiment", "kind", "params", "stats", "check", "platform", "commit")
 PLATFORM_IDENTITY = ("gpu", "sms", "gpu_count", "driver")  # required, and must agree within one fit

@@ -222,6 +222,10 @@ class Case:
     def _a2a(self, src, slot):
         fa.launch_a2a_store(src, self.bufs[slot], self.shape, self.programs, self.cfg.a2a_warps)
 
+    def store_out(self, slot: int) -> None:
+        """The A2A store kernel of the FA output into ring slot ``slot`` (serial's second kernel)."""
+        self._a2a(self.out, slot)
+
     def _ce(self, slot):
         import torch
 
@@ -254,7 +258,7 @@ class Case:
             self._ce(slot)
         elif variant == "serial":
             self._fa(fa.MODE_LOCAL)
-            self._a2a(self.out, slot)
+            self.store_out(slot)
         elif variant == "fused":
             self._fa(fa.MODE_FUSED, slot, stamps=stamps)
         elif variant == "fused-paced":

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 SCHEMA = "xstage.record/1"
-EXPERIMENTS = ("micro", "moe", "fa-a2a", "loadgate")
+EXPERIMENTS = ("micro", "moe", "fa-a2a", "loadgate", "power")
 MICRO_KINDS = ("periodic", "isolated", "local", "ce-copy", "nccl", "segments")
 STAT_KEYS = ("mean", "median", "p10", "p90", "min", "max", "n")
 
