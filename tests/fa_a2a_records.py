@@ -35,7 +35,7 @@ def _des_us(params: dict, platform) -> float:
 
 def generate(platform, seq_lens, *, heads=16, batch=1, sp=4, head_dim=128, producers=16, block_m=128, block_n=128,
              sigma_us=0.5, fixed_us=3.0, launch_us=4.0, extra_issue_us=0.0, cudnn_ratio=0.9, noise=0.002,
-             seed=0, kinds=None) -> list[dict]:
+             seed=0, kinds=None, clock_mhz=None) -> list[dict]:
     rng = np.random.default_rng(seed)
     out = []
     for m in seq_lens:
@@ -60,6 +60,8 @@ def generate(platform, seq_lens, *, heads=16, batch=1, sp=4, head_dim=128, produ
             if kinds is not None and kind not in kinds:
                 continue
             stats = {"kernel_us": _stats(rng, t, noise)}
+            if clock_mhz and kind in clock_mhz:   # the timed runs' own SM clock (CLK), as the Gluon kernel's
+                stats["run_clock_mhz"] = _stats(rng, clock_mhz[kind], 0.0)
             if kind == "fa-only":
                 stats["qloop_us"] = _stats(rng, gap, noise, n=shape.n_tiles)
             if kind in ("fused", "cc"):
@@ -82,3 +84,29 @@ def toy_host() -> Platform:
     """The small host-link platform the report tests generate records for (16 SMs, 20 GB/s)."""
     return Platform(name="toy-host", drain_rate_gbps=20.0, issue=IssueModel(t_fixed_us=0.5),
                     capacity=CapacityModel(max_bytes=16 * 32768), sms=16, gpus=1)
+
+
+def _flat(v: float) -> dict:
+    return {"mean": v, "median": v, "p10": v, "p90": v, "min": v, "max": v, "n": 5}
+
+
+def duty_record(m, kind, units, u, f, smi) -> dict:
+    """One duty-cycle record (experiment "power", hwkernels.fa_duty) of busy fraction ``u``, CLK clock ``f``
+    and nvidia-smi clock ``smi``."""
+    stats = {"busy_fraction": _flat(u), "run_clock_mhz": _flat(f), "smi_clock_mhz": _flat(smi), "period_us": _flat(1.0)}
+    return make_record("power", "duty", {"seq_len": m, "gap_kind": kind, "gap_units": units}, stats, {"ok": True},
+                       PLATFORM, "test", False)
+
+
+def law_records(beta=0.4, ceiling=1700.0, f0=1500.0, u0=0.95, ms=(2048, 8192), top=1980.0) -> list[dict]:
+    """Duty records drawn from a known clock law: capped below the ceiling (nvidia-smi under ``top``), at the
+    ceiling above it (at ``top``); beside them the idle control, which no fit reads."""
+    recs = []
+    for m in ms:
+        recs.append(duty_record(m, "none", 0, u0, f0, 1650.0))
+        for units, u in ((1, 0.85), (2, 0.75), (4, 0.5), (8, 0.3)):
+            f = f0 * (u0 / u) ** beta
+            capped = f < ceiling
+            recs.append(duty_record(m, "store", units, u, f if capped else ceiling, 1800.0 if capped else top))
+            recs.append(duty_record(m, "idle", units, u, 1.1 * ceiling, top))
+    return recs

@@ -66,6 +66,9 @@ def add_parser(sub):
     p.add_argument("--cc-fence", choices=CC_FENCES, default=None,
                    help="fa-a2a: what the DES's cc fence waits for (default: the builder's, link; "
                         "docs/fa-a2a-report.md, \"What a system-scope fence waits for\")")
+    p.add_argument("--clock-law", choices=("records", "none"), default="records",
+                   help="fa-a2a: the DES's kernels clock by the power cap's law fitted on the duty records "
+                        "(default; the records given, else the platform's shipped ones) or all at FA-only's clock")
     p.add_argument("--moe-level", choices=("records", "predicted"), default="records",
                    help="moe: each schedule's compute level from the layer's records (default) or predicted from "
                         "the tile streams (the contention pre-pass: compute = contention, inflight, 3.8 TB/s)")
@@ -122,13 +125,15 @@ def _fa_a2a(rs, platform, args) -> Built:
     from xsim.report import fa_a2a, fa_a2a_page
     from xsim.simulate_point import default_engine
 
+    from calibration.power import clock_law_for
     from xsim.report.fa_a2a_repeats import shipped_repeats
 
     repeats = None if args.records else shipped_repeats(platform.name)   # the shipped run's repeats
+    law, law_notes = (None, []) if args.clock_law == "none" else clock_law_for(rs, platform.name)
     rep = fa_a2a.build(rs, platform, engine=None if args.no_des else default_engine(platform), cc_fence=args.cc_fence,
-                       repeats=repeats)
+                       repeats=repeats, clock_law=law)
     return Built(rep.summary, fa_a2a.HEADLINE_KEYS, fa_a2a_page.section(rep), lambda: print_report(rep),
-                 tuple(rep.notes))
+                 tuple(law_notes) + tuple(rep.notes))
 
 
 BUILDERS = {"micro": _micro, "moe": _moe, "fa-a2a": _fa_a2a}

@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass, replace
 
 from calibration.records import RecordSet
+from xsim.attention.clock import ClockLaw, solve
 from xsim.attention.predict import paced_residual_us, predict
 from xsim.attention.qloop import QLoop, fit_qloop
 from xsim.attention.shape import drain_peers
@@ -42,27 +43,50 @@ class FaA2aReport:
     notes: list[str]
 
 
-def _des_residuals(p: Point, qloop: QLoop, platform: Platform, destination: str, engine: str,
-                   cc_fence: str | None = None, stagger_us: float = 0.0) -> dict:
-    out = {}
+def _des_residual(p: Point, qloop: QLoop, platform: Platform, destination: str, engine: str, variant: str,
+                  cc_fence: str | None = None, stagger_us: float = 0.0, scale: float = 1.0) -> float:
+    """The DES's residual of ``variant`` over its own FA-only time, every Q-loop ``scale`` times the fit's."""
+    s = p.shape
     fence = {} if cc_fence is None else {"cc_fence": cc_fence}
-    fence["stagger_us"] = stagger_us
-    paced = ("fused-paced",) if p.pace else ()
-    for variant in ("fused", "cc") + paced:
-        s = p.shape
-        params = resolve(builder.PARAMS, {
-            "variant": variant, "seq_len": s.seq_len, "batch": s.batch, "heads": s.heads, "sp": s.sp,
-            "head_dim": s.head_dim, "block_m": s.block_m, "block_n": s.block_n, "producers": s.producers,
-            "destination": destination, "sigma_us_per_kv_tile": qloop.sigma_us_per_kv_tile,
-            "qloop_fixed_us": qloop.fixed_us, "qloop_cv": qloop.cv, "replays": DES_REPLAYS, "pace": p.pace or 1,
-            **fence}, "fa-a2a point")
-        result = simulate(builder.build(params, platform), engine=engine, trace=False)
-        out[variant] = builder.summarize(result, params)["e_res_us"]
-    return out
+    params = resolve(builder.PARAMS, {
+        "variant": variant, "seq_len": s.seq_len, "batch": s.batch, "heads": s.heads, "sp": s.sp,
+        "head_dim": s.head_dim, "block_m": s.block_m, "block_n": s.block_n, "producers": s.producers,
+        "destination": destination, "sigma_us_per_kv_tile": qloop.sigma_us_per_kv_tile * scale,
+        "qloop_fixed_us": qloop.fixed_us * scale, "qloop_cv": qloop.cv, "replays": DES_REPLAYS,
+        "pace": p.pace or 1, "stagger_us": stagger_us, **fence}, "fa-a2a point")
+    result = simulate(builder.build(params, platform), engine=engine, trace=False)
+    return builder.summarize(result, params)["e_res_us"]
+
+
+def _des_models(p: Point, qloop: QLoop, platform: Platform, destination: str, engine: str,
+                cc_fence: str | None, stagger_us: float, law: ClockLaw | None) -> dict:
+    """model -> predicted times: "des" (with the clock law where it and FA-only's clock are known; each
+    variant's time and clock solved together, :func:`xsim.attention.clock.solve`) and, beside a law,
+    "des-fixed-clock" (every kernel at FA-only's clock, the DES alone)."""
+    t_fa, f_fa = p.get("fa-only"), p.clock("fa-only")
+    use_law = law is not None and math.isfinite(f_fa)
+    fixed, solved = {}, {}
+    for variant, name in (("fused", "fused"), ("cc", "cc")) + ((("fused-paced", "paced"),) if p.pace else ()):
+        cache = {}
+
+        def residual(scale, variant=variant, cache=cache):
+            if scale not in cache:
+                cache[scale] = _des_residual(p, qloop, platform, destination, engine, variant, cc_fence,
+                                             stagger_us, scale)
+            return cache[scale]
+        fixed[name] = (t_fa + residual(1.0), f_fa)
+        if use_law:
+            solved[name] = solve(law, t_fa, f_fa, p.seq_len, residual)
+
+    def times(got):
+        out = {f"{n}_us": t for n, (t, _) in got.items()} | {f"{n}_mhz": f for n, (_, f) in got.items()}
+        out.setdefault("paced_us", math.nan)
+        return out | {"e_res_us": out["fused_us"] - t_fa, "e_cc_us": out["cc_us"] - t_fa}
+    return {"des": times(solved), "des-fixed-clock": times(fixed)} if use_law else {"des": times(fixed)}
 
 
 def predict_point(p: Point, qloop: QLoop, platform: Platform, destination: str, engine: str | None,
-                  cc_fence: str | None = None, stagger_us: float = 0.0) -> None:
+                  cc_fence: str | None = None, stagger_us: float = 0.0, law: ClockLaw | None = None) -> None:
     t_fa = p.get("fa-only")
     cf = p.closed_form = predict(p.shape, qloop, platform, destination)
     p.predicted["closed-form"] = {"e_res_us": cf.e_res_us, "e_cc_us": cf.e_cc_us,
@@ -70,25 +94,23 @@ def predict_point(p: Point, qloop: QLoop, platform: Platform, destination: str, 
                                   "paced_us": t_fa + paced_residual_us(p.shape, qloop, platform, p.pace, destination)
                                   if p.pace else math.nan}
     if engine is not None:
-        spreads = {"des": qloop}   # des-wave: the spread between one wave's programs (at_clock only)
-        if math.isfinite(p.qloop_wave_cv):
-            spreads["des-wave"] = replace(qloop, cv=p.qloop_wave_cv)
-        for model, q in spreads.items():
-            des = _des_residuals(p, q, platform, destination, engine, cc_fence, stagger_us)
-            p.predicted[model] = {"e_res_us": des["fused"], "e_cc_us": des["cc"],
-                                  "fused_us": t_fa + des["fused"], "cc_us": t_fa + des["cc"],
-                                  "paced_us": t_fa + des.get("fused-paced", math.nan)}
+        p.predicted |= _des_models(p, qloop, platform, destination, engine, cc_fence, stagger_us, law)
+        if math.isfinite(p.qloop_wave_cv):   # des-wave: the spread between one wave's programs (at_clock only)
+            wave = _des_models(p, replace(qloop, cv=p.qloop_wave_cv), platform, destination, engine,
+                               cc_fence, stagger_us, None)
+            p.predicted["des-wave"] = wave["des"]
     per_tile = p.issue_span_us
     p.floor_us = cf.remote_waves * (per_tile if math.isfinite(per_tile) else cf.t_iss0_us)
     p.floor_predicted_us = cf.remote_waves * cf.t_iss0_us
 
 
 def build(rs: RecordSet, platform: Platform, engine: str | None = None, cc_fence: str | None = None,
-          repeats: list | None = None) -> FaA2aReport:
+          repeats: list | None = None, clock_law: ClockLaw | None = None) -> FaA2aReport:
     """Every fa-a2a series beside both predictions, with the Table 3 / Fig. 11 summary; ``cc_fence``
     the DES's cc fence (``fa_a2a`` builder; None: its default); ``repeats`` (file name, records)
     of other runs, whose runs of the headline series the ratio targets are counted over
-    (:mod:`xsim.report.fa_a2a_repeats`; None: the shipped run alone)."""
+    (:mod:`xsim.report.fa_a2a_repeats`; None: the shipped run alone); ``clock_law`` the power cap's
+    clock law the DES's predictions use (:mod:`xsim.attention.clock`; None: every kernel at FA-only's clock)."""
     notes: list[str] = []
     series = []
     for key, by_m in sorted(collect(rs, notes).items(), key=lambda kv: str(kv[0])):
@@ -105,16 +127,19 @@ def build(rs: RecordSet, platform: Platform, engine: str | None = None, cc_fence
             for p in pts:
                 if math.isfinite(p.get("fa-only")):
                     predict_point(p, qloop, platform, named["destination"], engine, cc_fence,
-                                  float(named["stagger_us"]))
+                                  float(named["stagger_us"]), clock_law)
         series.append(Series(named, pts, qloop))
     models = ["closed-form"] + (["des"] if engine else [])
+    if engine and any("des-fixed-clock" in p.predicted for s in series for p in s.points):
+        models.append("des-fixed-clock")
     for s in series:
         s.summary = summarize_series(s, models)
     head = _headline(series, platform)
     headline_model = "des" if engine else "closed-form"
     summary = {"experiment": "fa-a2a", "platform": platform.name, "headline_model": headline_model,
                "des_engine": engine, "n_points": sum(len(s.points) for s in series),
-               "cc_fence": (cc_fence or builder.PARAMS["cc_fence"].default) if engine else None}
+               "cc_fence": (cc_fence or builder.PARAMS["cc_fence"].default) if engine else None,
+               "clock_law": clock_law.to_dict() if engine and clock_law is not None else None}
     if head is not None:
         h = head.summary
         errs = h["errors"][headline_model]
@@ -131,7 +156,10 @@ def build(rs: RecordSet, platform: Platform, engine: str | None = None, cc_fence
                        fa_vs_cudnn_min_all_series=extreme([s.summary["fa_vs_cudnn_min"] for s in series
                                                            if s.summary["fa_vs_cudnn_min"] is not None], min),
                        headline_series=dict(head.key), stagger_design_us=design_stagger_us(head, platform),
-                       clock_source=h["clock_source"], at_clock=h["at_clock"])
+                       clock_source=h["clock_source"], at_clock=h["at_clock"], clock_predicted=h["clock_predicted"])
+        if "des-fixed-clock" in h["errors"]:
+            fixed = h["errors"]["des-fixed-clock"]
+            summary["fixed_clock"] = {k: fixed[k] for k in ("fused_time_mape", "cc_time_mape", "paced_time_mape")}
         if engine:
             paced = ps["m_ub_star_predicted_by_model_paced"] or {}
             summary.update(m_ub_star_predicted_des=h["m_ub_star_predicted_by_model"]["des"],

@@ -109,6 +109,7 @@ def summarize_series(s: Series, models: list[str]) -> dict:
         "fused_clock_over_fa_max": extreme([p.fused_clock_over_fa for p in pts], max),
         "clock_source": _clock_source(pts),
         "at_clock": _at_clock(pts, above),
+        "clock_predicted": clock_prediction(pts) if "des-fixed-clock" in models else None,
         "dvfs_seq_lens": [p.seq_len for p in pts if abs(p.fused_clock_over_fa - 1) > DVFS_BAND],
         "errors": errors,               # MAPEs in percent, MAEs in us
     }
@@ -140,14 +141,28 @@ def _at_clock(pts: list[Point], above: list[Point]) -> dict | None:
                 f"{name}_e_res_us": {p.seq_len: p.get(kind) - p.fa_at_clock_of(kind) for p in pts}}
     have = [p for p in pts if "des-wave" in p.predicted]
     if have:   # the DES at FA-only's clock: with the launch-wide and with the within-wave spread
+        fixed = "des-fixed-clock" if all("des-fixed-clock" in p.predicted for p in have) else "des"
         out["des_wave_e_res_us"] = {p.seq_len: p.predicted["des-wave"]["e_res_us"] for p in have}
-        out["e_res_mae_us"] = {m: _mae([p.predicted[m]["e_res_us"] for p in have],
+        out["e_res_mae_us"] = {m: _mae([p.predicted[f]["e_res_us"] for p in have],
                                        [p.get("fused") - p.fa_at_clock_of("fused") for p in have])
-                               for m in ("des", "des-wave")}
+                               for m, f in (("des", fixed), ("des-wave", "des-wave"))}
         out["fused_time_mape_at_fa_clock"] = {
-            m: mape_percent([p.predicted[m]["fused_us"] for p in have], [p.at_fa_clock("fused") for p in have])
-            for m in ("des", "des-wave")}
+            m: mape_percent([p.predicted[f]["fused_us"] for p in have], [p.at_fa_clock("fused") for p in have])
+            for m, f in (("des", fixed), ("des-wave", "des-wave"))}
     return out
+
+
+def clock_prediction(pts: list[Point], model: str = "des") -> dict | None:
+    """Per kernel, the clock law's predicted SM clock against the measured one (timed runs): the largest
+    error in percent and, per M, (predicted, measured) MHz. None where the model predicts no clocks."""
+    out = {}
+    for kind, name in (("fused", "fused"), ("cc", "cc"), ("fused-paced", "paced")):
+        pairs = {p.seq_len: (p.predicted[model][f"{name}_mhz"], p.clock(kind)) for p in pts
+                 if f"{name}_mhz" in p.predicted.get(model, {}) and math.isfinite(p.clock(kind))}
+        if pairs:
+            out[name] = {"err_max_percent": max(abs(a / b - 1) for a, b in pairs.values()) * 100,
+                         "mhz": pairs}
+    return out or None
 
 
 def _check(value, op: str, bound: float) -> bool | None:

@@ -17,21 +17,26 @@ def table3_rows(s) -> list[list]:
 
 
 def prediction_rows(s) -> list[list]:
-    """Measured beside both predictions, one row per M: fused, E_res, the issue floor, cc."""
+    """Measured beside both predictions, one row per M: fused, E_res, the issue floor, cc, paced, and the
+    fused kernel's clock, measured beside the DES's clock law (NaN without a law)."""
     rows = []
     for p in s.points:
         cf, des = p.predicted.get("closed-form", {}), p.predicted.get("des", {})
+        fixed = p.predicted.get("des-fixed-clock", {})
         rows.append([p.seq_len, p.get("fused"), cf.get("fused_us", np.nan), des.get("fused_us", np.nan),
+                     fixed.get("fused_us", np.nan),
                      p.e_res_us, cf.get("e_res_us", np.nan), des.get("e_res_us", np.nan), p.floor_us,
                      p.get("cc"), cf.get("cc_us", np.nan), des.get("cc_us", np.nan),
-                     p.get("fused-paced"), cf.get("paced_us", np.nan), des.get("paced_us", np.nan)])
+                     p.get("fused-paced"), cf.get("paced_us", np.nan), des.get("paced_us", np.nan),
+                     p.clock("fused"), des.get("fused_mhz", np.nan) if fixed else np.nan])
     return rows
 
 
 TABLE3_HEADER = ["M", "FA-only", "cuDNN", "A2A store", "A2A CE", "serial", "fused", "fused-paced", "cc (fence)",
                  "cc (atomic)", "E_res", "E_res @f", "hiding H", "speedup", "MHz FA", "MHz fused"]
-PREDICTION_HEADER = ["M", "fused", "fused CF", "fused DES", "E_res", "E_res CF", "E_res DES", "issue floor",
-                     "cc", "cc CF", "cc DES", "paced", "paced CF", "paced DES"]
+PREDICTION_HEADER = ["M", "fused", "fused CF", "fused DES", "fused DES @f_FA", "E_res", "E_res CF", "E_res DES",
+                     "issue floor", "cc", "cc CF", "cc DES", "paced", "paced CF", "paced DES", "MHz fused",
+                     "MHz fused DES"]
 
 
 def _wide_table(title: str, rows: list[list], header: list[str]) -> None:
@@ -54,7 +59,8 @@ def print_report(rep) -> None:
 
     for s in rep.series:
         where = "on {}: d={head_dim} b_m={block_m} b_n={block_n} N={sp} {destination} {mainloop}".format(
-            rep.platform.name, **s.key) + (f" stagger {s.key['stagger_us']:g} us" if s.key.get("stagger_us") else "")
+            rep.platform.name, **s.key) + (f" stagger {s.key['stagger_us']:g} us" if s.key.get("stagger_us") else "") \
+            + (f" {s.key['timing']} timing" if s.key.get("timing", "burst") != "burst" else "")
         _wide_table(f"Table 3 {where} (us, medians)", table3_rows(s), TABLE3_HEADER)
         _wide_table(f"measured vs predicted {where} (us)", prediction_rows(s), PREDICTION_HEADER)
     s = rep.summary
