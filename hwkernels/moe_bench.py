@@ -39,6 +39,7 @@ from dataclasses import replace
 from . import moe, moe_dist, moe_reference, records
 from .moe_stamps import FUSED_RECORD_STATS, kernel_samples
 from .moe_bench_gemm import gemm_phase, read_settings, tune, write_settings
+from .moe_bench_io import host_out, local_out, print_table
 from .moe_catalog import leads_for, load_configs, parse_leads
 from .platform_info import smi_sm_clock_mhz
 from .ranks import SOLO
@@ -83,6 +84,9 @@ def parse_args(argv=None):
                     help="interleaved leads: scenario, default, candidates or rows, comma-separated")
     ap.add_argument("--budget-s", type=float, default=0.0,
                     help="stop starting new points after this many seconds (0: no limit)")
+    ap.add_argument("--steady-s", type=float, default=0.0,
+                    help="heat: before each timed kernel run, this many seconds of the same kernel back to back "
+                         "(after the poison; records: timing steady), so it starts at the power cap's clock")
     return ap.parse_args(argv)
 
 
@@ -138,33 +142,13 @@ class Bench:
                 "host_desc": c.host_desc}
 
 
-def _measure(run, repeats, warmup=1, poison=None, check=None, ranks=SOLO):
+def _measure(run, repeats, warmup=1, poison=None, check=None, ranks=SOLO, heat=None):
     """hwkernels.harness.measure: (ok, max_abs_err, stats dicts or None)."""
     from .harness import measure
 
     m = measure(run, repeats=repeats, warmup=warmup, poison=poison, check=check,
-                sync=ranks.sync, agree=ranks.agree)
+                sync=ranks.sync, agree=ranks.agree, heat=heat)
     return m.ok, m.max_abs_err, m.stats_dicts()
-
-
-def _host_out(shape, device):
-    """A [T, topk, H] bf16 CUDA view of mapped pinned host memory, its CPU view, the buffer."""
-    import torch
-
-    from .destination import host_buffer
-
-    buf = host_buffer(shape.tokens * shape.topk * shape.hidden * 2, device)
-    view = lambda t: t.view(torch.bfloat16).view(shape.tokens, shape.topk, shape.hidden)  # noqa
-    return view(buf.cuda), view(buf.cpu), buf
-
-
-def _local_out(shape, device):
-    """The local-Combine control's destination: device memory of the same layout."""
-    import torch
-
-    out = torch.empty(shape.tokens, shape.topk, shape.hidden, dtype=torch.bfloat16,
-                      device=device)
-    return out, None, None
 
 
 def run_kernel(b: Bench, cfg, data, lay, ref, out, cpu_out, schedule, signal=0,
@@ -190,10 +174,12 @@ def run_kernel(b: Bench, cfg, data, lay, ref, out, cpu_out, schedule, signal=0,
     fused = moe.FusedMoE(shape, lay, table, data, out, conf, rank_outs=rank_outs)
     nan = float("nan")
     rk = b.ranks
+    steady = getattr(b.args, "steady_s", 0.0) > 0
+    heat = _heater(fused, b.args.steady_s) if steady else None
 
     def run():
         try:
-            us = _events_us(fused.enqueue, fused.prepare)
+            us = _events_us(fused.enqueue, fused.prepare, sleep=not steady)
             fused.finish()
             if not fused.distinct_sms():
                 raise RuntimeError("fused MoE programs did not run on distinct SMs")
@@ -212,7 +198,7 @@ def run_kernel(b: Bench, cfg, data, lay, ref, out, cpu_out, schedule, signal=0,
         same = torch.equal(cpu_out[probe].float(), out[probe].float().cpu())
         return ok and same, err
 
-    ok, err, stats = _measure(run, b.args.trials, 1, lambda: out.fill_(nan), check, rk)
+    ok, err, stats = _measure(run, b.args.trials, 1, lambda: out.fill_(nan), check, rk, heat)
     if ok and signal == 0:
         plain = moe.FusedMoE(shape, lay, table, data, out, kc, rank_outs=rank_outs)
         out.fill_(nan)
@@ -224,14 +210,31 @@ def run_kernel(b: Bench, cfg, data, lay, ref, out, cpu_out, schedule, signal=0,
         err = max(err, err2)
         if ok:
             us = []
+            if steady:
+                _heater(plain, b.args.steady_s)()
             for _ in range(b.args.trials):
                 rk.sync()
-                us.append(rk.max_of(_events_us(plain.enqueue, plain.prepare)))
+                us.append(rk.max_of(_events_us(plain.enqueue, plain.prepare, sleep=not steady)))
             plain.finish()
             stats["kernel_nostamp_us"] = summarize(us).to_dict()
         else:
             stats = None
     return ok, err, stats, table
+
+
+def _heater(fused, seconds: float):
+    """``seconds`` of ``fused``'s launches back to back, enqueued (its length timed once, untimed
+    itself): the heat before a steady-state trial; the timed launch follows with no gap."""
+    from .moe_gemm import _events_us
+
+    est = max(_events_us(fused.enqueue, fused.prepare), 1.0)
+    fused.finish()
+    n = max(1, int(seconds * 1e6 // est))
+
+    def heat():
+        for _ in range(n):
+            fused.launch()
+    return heat
 
 
 def _one_config(b: Bench, i, cfg, cache, signal_too):
@@ -251,7 +254,7 @@ def _one_config(b: Bench, i, cfg, cache, signal_too):
         data = cache[key]
         lay = expert_layout(s, route(s, cfg.routing, cfg.skew, cfg.seed))
         ref = moe_reference.reference(data, lay, s.topk)
-        out, cpu_out, _buf = (_local_out if local else _host_out)(s, b.device)
+        out, cpu_out, _buf = (local_out if local else host_out)(s, b.device)
     leads = getattr(b.args, "leads", b.leads)
     points = [("interleaved", lead) for lead in leads_for(cfg, leads, b.sms)]
     points = [("wave", None)] + points if i % 2 == 0 else points + [("wave", None)]
@@ -261,6 +264,8 @@ def _one_config(b: Bench, i, cfg, cache, signal_too):
                                            rank_outs=rank_outs, lead=lead)
         dest = "local" if local else b.args.target
         params = cfg.params(schedule, table.lead, dest) | b.cfg_params(s.precision)
+        if getattr(b.args, "steady_s", 0.0) > 0:
+            params |= {"timing": "steady", "steady_s": b.args.steady_s}
         b.record(kind, params, stats, {"ok": ok, "max_abs_err": err})
         label = schedule if lead is None else f"int@{lead:g}"
         b.rows.append((kind, cfg.name, label, ok, stats))
@@ -305,25 +310,6 @@ def kernel_phase(b: Bench, configs, signal_too: bool):
             traceback.print_exc()
             b.rows.append(("error", cfg.name, type(e).__name__, False, None))
         print(f"{cfg.name}: {time.time() - t0:.1f} s", flush=True)
-
-
-def print_table(rows):
-    print(f"{'kind':8} {'point':34} {'sched/ratio':>12} {'ok':>3} {'kernel_us':>10} "
-          f"{'span p50/p90':>14} {'wait p50':>9} {'signal p50/p90':>15}")
-    for kind, name, sch, ok, st in rows:
-        if kind == "gemm":
-            ratio = "-" if sch is None else f"{sch:.3f}"
-            tf = "-" if st is None else f"{st:.0f} TF"
-            print(f"{kind:8} {name:34} {ratio:>12} {'yes' if ok else 'NO':>3} {tf:>10}")
-            continue
-        if not st:
-            print(f"{kind:8} {name:34} {sch:>12} {'yes' if ok else 'NO':>3}")
-            continue
-        sp, sg = st["span_us"], st["signal_us"]
-        print(f"{kind:8} {name:34} {sch:>12} {'yes' if ok else 'NO':>3} "
-              f"{st['kernel_us']['median']:10.1f} "
-              f"{sp['median']:6.1f}/{sp['p90']:6.1f} {st.get('wait_us', sp)['median']:9.1f} "
-              f"{sg['median']:7.1f}/{sg['p90']:6.1f}")
 
 
 def main(argv=None):

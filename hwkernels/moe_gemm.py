@@ -85,14 +85,18 @@ def gemm_problem(hidden: int, intermediate: int, m: int, precision: str, seed: i
     return GemmProblem(shape, lay, tables, data, sa_l1=float(data.scales[1]))
 
 
-def _events_us(fn, before=None) -> float:
+def _events_us(fn, before=None, sleep: bool = True) -> float:
+    """One call of ``fn`` timed by CUDA events (``before`` enqueued ahead, untimed). ``sleep``: ~1 ms of
+    GPU work first, so the host enqueues start, fn, end before the GPU reaches them (no launch latency
+    timed); False where work is already queued ahead (a steady-state trial's heat)."""
     import torch
 
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     if before is not None:
         before()
-    torch.cuda._sleep(2_000_000)   # ~1 ms of GPU work: the host enqueues start, fn, end
-    start.record()                 # before the GPU reaches them (no launch latency timed)
+    if sleep:
+        torch.cuda._sleep(2_000_000)
+    start.record()
     fn()
     end.record()
     end.synchronize()

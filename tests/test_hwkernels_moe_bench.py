@@ -43,7 +43,7 @@ def cpu_runner(monkeypatch):
         return t, t, None
 
     monkeypatch.setattr(moe_bench.Bench, "__init__", init)
-    monkeypatch.setattr(moe_bench, "_host_out", host_out)
+    monkeypatch.setattr(moe_bench, "host_out", host_out)
     return cfg
 
 
@@ -93,7 +93,7 @@ def test_local_combine_records_the_fused_mainloops(cpu_runner, tmp_path, monkeyp
     def no_host(*_):
         raise AssertionError("the local-Combine control must not touch host memory")
 
-    monkeypatch.setattr(moe_bench, "_host_out", no_host)
+    monkeypatch.setattr(moe_bench, "host_out", no_host)
     out = tmp_path / "r.jsonl"
     assert moe_bench.main(["--out", str(out), "--trials", "2", "--phases", "kernel,signal",
                            "--combine", "local"]) == 0
@@ -153,3 +153,17 @@ def test_bad_lead_option_is_a_one_line_exit_2(cpu_runner, tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("hwkernels.moe_bench: ") and err.count("\n") == 1 and '"lead"' in err
     assert not out.exists()
+
+
+def test_steady_timing_heats_before_every_trial_and_says_so(cpu_runner, tmp_path, monkeypatch):
+    launches = []
+    real = moe.FusedMoE.launch
+    monkeypatch.setattr(moe.FusedMoE, "launch", lambda self: (launches.append(1), real(self))[1])
+    out = tmp_path / "r.jsonl"
+    assert moe_bench.main(["--out", str(out), "--trials", "2", "--phases", "kernel", "--steady-s", "1e-9"]) == 0
+    recs = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["kind"] for r in recs] == ["kernel", "kernel"] and all(r["check"]["ok"] for r in recs)
+    assert all(r["params"]["timing"] == "steady" and r["params"]["steady_s"] == 1e-9 for r in recs)
+    # per schedule: one heat launch before each of the 3 stamped trials (warm-up included) and one
+    # before the unstamped ones (plain.launch() of its own check adds one more)
+    assert len(launches) == 2 * (3 + 1 + 1)

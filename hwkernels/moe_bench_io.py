@@ -1,0 +1,40 @@
+"""What the fused MoE runner (hwkernels.moe_bench) writes to and prints: the Combine destinations, the table."""
+
+
+def host_out(shape, device):
+    """A [T, topk, H] bf16 CUDA view of mapped pinned host memory, its CPU view, the buffer."""
+    import torch
+
+    from .destination import host_buffer
+
+    buf = host_buffer(shape.tokens * shape.topk * shape.hidden * 2, device)
+    view = lambda t: t.view(torch.bfloat16).view(shape.tokens, shape.topk, shape.hidden)  # noqa
+    return view(buf.cuda), view(buf.cpu), buf
+
+
+def local_out(shape, device):
+    """The local-Combine control's destination: device memory of the same layout."""
+    import torch
+
+    out = torch.empty(shape.tokens, shape.topk, shape.hidden, dtype=torch.bfloat16,
+                      device=device)
+    return out, None, None
+
+
+def print_table(rows):
+    print(f"{'kind':8} {'point':34} {'sched/ratio':>12} {'ok':>3} {'kernel_us':>10} "
+          f"{'span p50/p90':>14} {'wait p50':>9} {'signal p50/p90':>15}")
+    for kind, name, sch, ok, st in rows:
+        if kind == "gemm":
+            ratio = "-" if sch is None else f"{sch:.3f}"
+            tf = "-" if st is None else f"{st:.0f} TF"
+            print(f"{kind:8} {name:34} {ratio:>12} {'yes' if ok else 'NO':>3} {tf:>10}")
+            continue
+        if not st:
+            print(f"{kind:8} {name:34} {sch:>12} {'yes' if ok else 'NO':>3}")
+            continue
+        sp, sg = st["span_us"], st["signal_us"]
+        print(f"{kind:8} {name:34} {sch:>12} {'yes' if ok else 'NO':>3} "
+              f"{st['kernel_us']['median']:10.1f} "
+              f"{sp['median']:6.1f}/{sp['p90']:6.1f} {st.get('wait_us', sp)['median']:9.1f} "
+              f"{sg['median']:7.1f}/{sg['p90']:6.1f}")
