@@ -20,7 +20,6 @@ programs x wall time, the quantity the clock model reads) and nvidia-smi's board
 
 import argparse
 import sys
-import time
 
 import triton
 
@@ -62,28 +61,18 @@ def duty_ring(case, kind: str, units: int, unit_ns: int):
 
 
 def timed_run(case, graph, seconds: float, est_us: float, smi) -> dict:
-    """``graph`` back to back for about ``seconds``: per-slot period (us), the FA kernel's clock (CLK),
-    its busy fraction, and the board power over the run (nvidia-smi; NaN without samples)."""
-    import torch
+    """``graph`` back to back for about ``seconds`` (``fa_power.block``): per-slot period (us), the FA
+    kernel's clock (CLK), its busy fraction, and the board power over the run (nvidia-smi, where sampled)."""
+    from .fa_power import block
 
-    n = max(1, int(seconds * 1e6 // max(est_us, 1.0)))
-    case.clock.zero_()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    t0 = time.time()
-    start.record()
-    for _ in range(n):
-        graph.replay()
-    end.record()
-    end.synchronize()
-    t1 = time.time()
-    wall_us = start.elapsed_time(end) * 1e3
+    b = block(case, None, graph, seconds, est_us)
+    wall_us = b["kernel_us"] * b["replays"] * case.slots
     ns = int(case.clock[1].item())
-    out = {"period_us": wall_us / (n * case.slots), "busy_fraction": ns * 1e-3 / (case.programs * wall_us)}
-    mhz = case.run_clock_mhz()
-    if mhz is not None:
-        out["run_clock_mhz"] = mhz
+    out = {"period_us": b["kernel_us"], "busy_fraction": ns * 1e-3 / (case.programs * wall_us)}
+    if b["run_clock_mhz"] is not None:
+        out["run_clock_mhz"] = b["run_clock_mhz"]
     if smi is not None:
-        w = smi.window(t0, t1)
+        w = smi.window(b["t0"], b["t1"])
         if w.get("samples", 0):
             out["power_w"] = w["power_w"]
             out["smi_clock_mhz"] = w["smi_clock_mhz"]
