@@ -164,6 +164,6 @@ def test_steady_timing_heats_before_every_trial_and_says_so(cpu_runner, tmp_path
     recs = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["kind"] for r in recs] == ["kernel", "kernel"] and all(r["check"]["ok"] for r in recs)
     assert all(r["params"]["timing"] == "steady" and r["params"]["steady_s"] == 1e-9 for r in recs)
-    # per schedule: one heat launch before each of the 3 stamped trials (warm-up included) and one
-    # before the unstamped ones (plain.launch() of its own check adds one more)
-    assert len(launches) == 2 * (3 + 1 + 1)
+    # per schedule: each heater's compiling launch (2), one heat launch before each of the 3 stamped
+    # trials (warm-up included) and one before the unstamped ones, and plain's check launch
+    assert len(launches) == 2 * (2 + 3 + 1 + 1)
