@@ -21,26 +21,19 @@ programs x wall time, the quantity the clock model reads) and nvidia-smi's board
 import argparse
 import sys
 
-import triton
-
-from . import fa_bench, fa_bench_args, records
-from .fa_kernels import _globaltimer_ns
+from . import fa_bench_args, records
 
 GAP_KINDS = ("store", "idle")
 
 
-@triton.jit
-def _spin_kernel(ns):
-    t0 = _globaltimer_ns()
-    t = t0
-    while t - t0 < ns:
-        t = _globaltimer_ns()
-
-
 def spin(ns: int) -> None:
-    """One program, one warp, busy-waiting ``ns`` nanoseconds of %globaltimer (an SM-idle gap)."""
+    """One program, one warp, busy-waiting ``ns`` nanoseconds of %globaltimer (an SM-idle gap). The
+    kernel is imported here, not with this module: decorating Triton kernels at import would fix the
+    interpreter setting for every kernel module a CPU test imports later."""
+    from .spin import spin_kernel
+
     if ns > 0:
-        _spin_kernel[(1,)](int(ns), num_warps=1)
+        spin_kernel[(1,)](int(ns), num_warps=1)
 
 
 def duty_ring(case, kind: str, units: int, unit_ns: int):
@@ -123,9 +116,11 @@ def parse_args(argv=None):
 def main(argv=None) -> int:
     import torch
 
+    from . import fa_bench
     from .fa_power import Sampler
     from .fa_stagger import design_config, design_platform
     from .fa_variants import Case
+    from .harness import graph_replay_us
 
     own, args = parse_args(argv)
     cfg = fa_bench_args.kernel_config(args)
@@ -142,17 +137,14 @@ def main(argv=None) -> int:
     rows, all_ok = [], True
     for shape in shapes:
         case = Case(shape, cfg, host.cuda, fa_bench.slots_for(shape), programs)
-        from .harness import graph_replay_us
-
         unit_us = graph_replay_us(lambda: case.enqueue("a2a-store", 0), 5)
-        points = [("none", 0)] + [(k, g) for k in own.gap_kinds for g in own.gaps if g > 0]
-        points += [("variant:" + v, 0) for v in variants]
-        for kind, units in points:
-            if kind.startswith("variant:"):
-                variant = kind.split(":", 1)[1]
-                ring, checked, rkind = case.ring(variant), variant, "variant"
+        points = [("duty", "none", 0)] + [("duty", k, g) for k in own.gap_kinds for g in own.gaps if g > 0]
+        points += [("variant", v, 0) for v in variants]
+        for rkind, kind, units in points:
+            if rkind == "variant":
+                ring, checked = case.ring(kind), kind
             else:
-                (ring, checked), rkind = duty_ring(case, kind, units, round(unit_us * 1e3)), "duty"
+                ring, checked = duty_ring(case, kind, units, round(unit_us * 1e3))
             m = measure_ring(case, ring, checked, own, smi)
             params = {"seq_len": shape.seq_len, "batch": shape.batch, "heads": shape.heads,
                       "head_dim": shape.head_dim, "sp": shape.sp, "block_m": shape.block_m,
@@ -170,8 +162,9 @@ def main(argv=None) -> int:
             records.append_record(args.out, rec)
             all_ok &= m.ok
             med = {k: v["median"] for k, v in (st or {}).items()}
-            rows.append((shape.seq_len, kind, units, m.ok, med))
-            print(f"M={shape.seq_len} {kind} x{units}: ok={m.ok} err={m.max_abs_err:.3g} {med}", flush=True)
+            label = kind if rkind == "duty" else f"variant:{kind}"
+            rows.append((shape.seq_len, label, units, m.ok, med))
+            print(f"M={shape.seq_len} {label} x{units}: ok={m.ok} err={m.max_abs_err:.3g} {med}", flush=True)
         del case
         torch.cuda.empty_cache()
     smi.stop()

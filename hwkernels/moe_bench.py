@@ -111,6 +111,11 @@ class Bench:
         self.rows = []
         self.t0 = time.time()
 
+    @property
+    def steady_s(self) -> float:
+        """--steady-s: seconds of heat before each timed kernel run (0: burst timing)."""
+        return getattr(self.args, "steady_s", 0.0)
+
     def over_budget(self, share: float = 1.0) -> bool:
         lim = self.args.budget_s
         over = lim > 0 and time.time() - self.t0 > share * lim
@@ -174,8 +179,8 @@ def run_kernel(b: Bench, cfg, data, lay, ref, out, cpu_out, schedule, signal=0,
     fused = moe.FusedMoE(shape, lay, table, data, out, conf, rank_outs=rank_outs)
     nan = float("nan")
     rk = b.ranks
-    steady = getattr(b.args, "steady_s", 0.0) > 0
-    heat = _heater(fused, b.args.steady_s) if steady else None
+    steady = b.steady_s > 0
+    heat = _heater(fused, b.steady_s) if steady else None
 
     def run():
         try:
@@ -211,7 +216,7 @@ def run_kernel(b: Bench, cfg, data, lay, ref, out, cpu_out, schedule, signal=0,
         if ok:
             us = []
             if steady:
-                _heater(plain, b.args.steady_s)()
+                _heater(plain, b.steady_s)()
             for _ in range(b.args.trials):
                 rk.sync()
                 us.append(rk.max_of(_events_us(plain.enqueue, plain.prepare, sleep=not steady)))
@@ -267,8 +272,8 @@ def _one_config(b: Bench, i, cfg, cache, signal_too):
                                            rank_outs=rank_outs, lead=lead)
         dest = "local" if local else b.args.target
         params = cfg.params(schedule, table.lead, dest) | b.cfg_params(s.precision)
-        if getattr(b.args, "steady_s", 0.0) > 0:
-            params |= {"timing": "steady", "steady_s": b.args.steady_s}
+        if b.steady_s > 0:
+            params |= {"timing": "steady", "steady_s": b.steady_s}
         b.record(kind, params, stats, {"ok": ok, "max_abs_err": err})
         label = schedule if lead is None else f"int@{lead:g}"
         b.rows.append((kind, cfg.name, label, ok, stats))

@@ -86,14 +86,15 @@ def toy_host() -> Platform:
                     capacity=CapacityModel(max_bytes=16 * 32768), sms=16, gpus=1)
 
 
-def _flat(v: float) -> dict:
+def flat_stats(v: float) -> dict:
+    """One statistic whose every field is ``v`` (a record's stats entry of a single value)."""
     return {"mean": v, "median": v, "p10": v, "p90": v, "min": v, "max": v, "n": 5}
 
 
 def duty_record(m, kind, units, u, f, smi) -> dict:
     """One duty-cycle record (experiment "power", hwkernels.fa_duty) of busy fraction ``u``, CLK clock ``f``
     and nvidia-smi clock ``smi``."""
-    stats = {"busy_fraction": _flat(u), "run_clock_mhz": _flat(f), "smi_clock_mhz": _flat(smi), "period_us": _flat(1.0)}
+    stats = {"busy_fraction": flat_stats(u), "run_clock_mhz": flat_stats(f), "smi_clock_mhz": flat_stats(smi), "period_us": flat_stats(1.0)}
     return make_record("power", "duty", {"seq_len": m, "gap_kind": kind, "gap_units": units}, stats, {"ok": True},
                        PLATFORM, "test", False)
 

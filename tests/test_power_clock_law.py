@@ -7,20 +7,16 @@ import pytest
 
 from calibration.power import PowerFitError, clock_law_for, fit_clock_law
 from calibration.records import parse_texts
-from fa_a2a_records import PLATFORM, duty_record, law_records
+from fa_a2a_records import PLATFORM, duty_record, flat_stats, law_records
 from hwkernels.records import make_record
 from xsim.attention.clock import ClockLaw, solve
 
 TOP = 1980.0
 
 
-def _stat(v):
-    return {"mean": v, "median": v, "p10": v, "p90": v, "min": v, "max": v, "n": 5}
-
-
 def variant():
     """A reference variant's record (kind "variant"): never fitted."""
-    stats = {"busy_fraction": _stat(0.5), "run_clock_mhz": _stat(1750.0), "smi_clock_mhz": _stat(TOP)}
+    stats = {"busy_fraction": flat_stats(0.5), "run_clock_mhz": flat_stats(1750.0), "smi_clock_mhz": flat_stats(TOP)}
     return make_record("power", "variant", {"seq_len": 2048, "variant": "fused"}, stats, {"ok": True},
                        PLATFORM, "abc", False)
 
@@ -83,7 +79,7 @@ def test_clock_law_for_prefers_the_records_given_and_notes_their_absence(monkeyp
     empty = recordset([duty_record(2048, "none", 0, 0.9, 1500.0, 1650.0)])
     law, notes = clock_law_for(recordset([variant()]), "nowhere")
     assert law is None and notes[0].startswith("fa-a2a: no clock law (no duty records")
-    other = make_record("fa-a2a", "fa-only", {"seq_len": 2048}, {"kernel_us": _stat(60.0)}, {"ok": True},
+    other = make_record("fa-a2a", "fa-only", {"seq_len": 2048}, {"kernel_us": flat_stats(60.0)}, {"ok": True},
                         PLATFORM, "abc", False)
     law, notes = clock_law_for(recordset([other]), "nowhere")
     assert law is None and notes[0].startswith("fa-a2a: no duty records (experiment power) for nowhere")

@@ -26,7 +26,7 @@ from xsim.builders import fa_a2a as builder
 from xsim.des import simulate
 from xsim.params import resolve
 from xsim.platform import Platform
-from xsim.report.fa_a2a_points import SERIES_KEYS, Point, Series, collect
+from xsim.report.fa_a2a_points import PREDICTED, SERIES_KEYS, Point, Series, collect
 from xsim.report.fa_a2a_repeats import key_of, over_runs, series_commits
 from xsim.report.fa_a2a_summary import extreme, summarize_series, targets
 
@@ -66,7 +66,9 @@ def _des_models(p: Point, qloop: QLoop, platform: Platform, destination: str, en
     t_fa, f_fa = p.get("fa-only"), p.clock("fa-only")
     use_law = law is not None and math.isfinite(f_fa)
     fixed, solved = {}, {}
-    for variant, name in (("fused", "fused"), ("cc", "cc")) + ((("fused-paced", "paced"),) if p.pace else ()):
+    for variant, name in PREDICTED:
+        if variant == "fused-paced" and not p.pace:
+            continue
         cache = {}
 
         def residual(scale, variant=variant, cache=cache):

@@ -22,6 +22,8 @@ from xsim.spread import P10_P90_SIGMAS, spread_cv
 
 KINDS = ("fa-only", "sdpa-cudnn", "a2a-store", "a2a-ce", "serial", "fused", "fused-paced", "cc")
 STAMPED = ("fa-only", "fused", "fused-paced", "cc")   # the kinds whose SM clock their own stamps measured
+# The kinds the models predict, and the name of each in a prediction's keys ("fused_us", "paced_mhz", ...).
+PREDICTED = (("fused", "fused"), ("cc", "cc"), ("fused-paced", "paced"))
 SERIES_KEYS = ("head_dim", "block_m", "block_n", "sp", "destination", "mainloop", "stagger_us", "timing")
 # records before the Gluon mainloop name none: fa_kernels'; before fa_bench --steady-s no timing: a short
 # launch after the checks' idle gap ("burst"; "steady": after the same rings ran on, power-capped)

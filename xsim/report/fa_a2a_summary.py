@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from calibration.fidelity import mape_percent
-from xsim.report.fa_a2a_points import Point, Series
+from xsim.report.fa_a2a_points import PREDICTED, Point, Series
 
 DVFS_BAND = 0.02              # the paper's +-2 % envelope (Fig. 11)
 TARGETS = {"fa_vs_cudnn_min": (">=", 0.80), "fused_over_fa_above_threshold": ("<=", 1.02),
@@ -156,7 +156,7 @@ def clock_prediction(pts: list[Point], model: str = "des") -> dict | None:
     """Per kernel, the clock law's predicted SM clock against the measured one (timed runs): the largest
     error in percent and, per M, (predicted, measured) MHz. None where the model predicts no clocks."""
     out = {}
-    for kind, name in (("fused", "fused"), ("cc", "cc"), ("fused-paced", "paced")):
+    for kind, name in PREDICTED:
         pairs = {p.seq_len: (p.predicted[model][f"{name}_mhz"], p.clock(kind)) for p in pts
                  if f"{name}_mhz" in p.predicted.get(model, {}) and math.isfinite(p.clock(kind))}
         if pairs:
