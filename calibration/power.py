@@ -8,13 +8,15 @@ any record reports, less 1 %); an uncapped point runs at the compute ceiling. Th
 
 - ``beta``: least squares through the origin of ln(f / f0) on ln(u0 / u) over the capped store points
   of every M (each against its own M's anchor);
-- the ceiling of each M: the median clock (CLK) of its uncapped store points.
+- the ceiling of each M: the median clock (CLK) of its uncapped store points;
+- the anchor of each M: its anchor's clock (FA-only alone at the cap: what a what-if anchors on).
 
 Both need points: a fit without a capped or without an uncapped store point is an error.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 
@@ -44,7 +46,7 @@ def fit_clock_law(rs, source: str = "") -> ClockLaw:
     if not groups:
         raise PowerFitError("no duty records (experiment power, kind duty) with busy fraction and clocks")
     top = max(smi for g in groups.values() for (_, _, smi) in g.values())
-    xs, ys, ceilings = [], [], {}
+    xs, ys, ceilings, anchors = [], [], {}, {}
     for m, g in sorted(groups.items()):
         anchor = g.get(("none", 0))
         stores = [v for (kind, units), v in g.items() if kind == "store" and units > 0]
@@ -54,6 +56,7 @@ def fit_clock_law(rs, source: str = "") -> ClockLaw:
         if anchor is None:
             continue
         u0, f0, _ = anchor
+        anchors[m] = f0
         for u, f, smi in stores:
             if smi < TOP_CLOCK_BAND * top:
                 xs.append(math.log(u0 / u))
@@ -64,7 +67,23 @@ def fit_clock_law(rs, source: str = "") -> ClockLaw:
         raise PowerFitError("no store point under the cap (nvidia-smi at the top clock) to read a ceiling from")
     x, y = np.asarray(xs), np.asarray(ys)
     beta = float(x @ y / (x @ x))
-    return ClockLaw(beta, tuple(sorted(ceilings.items())), source)
+    return ClockLaw(beta, tuple(sorted(ceilings.items())), source, tuple(sorted(anchors.items())))
+
+
+@functools.lru_cache(maxsize=8)
+def shipped_clock_law(platform: str) -> ClockLaw:
+    """The law fitted on a platform's shipped power records (PowerFitError: none, or no law in them)."""
+    from calibration.records import load_shipped_records
+
+    rs = load_shipped_records("power", platform)
+    if rs is None:
+        raise PowerFitError(f"no shipped power records (experiment power) for {platform}")
+    return _fit_on(rs)
+
+
+def _fit_on(rs) -> ClockLaw:
+    """The law of the power records in ``rs``, its source the files they came from."""
+    return fit_clock_law(rs, ", ".join(sorted({r.source for r in rs.records if r.experiment == "power"})))
 
 
 def clock_law_for(rs, platform: str) -> tuple[ClockLaw | None, list[str]]:
@@ -75,8 +94,7 @@ def clock_law_for(rs, platform: str) -> tuple[ClockLaw | None, list[str]]:
     source = rs if any(r.experiment == "power" for r in rs.records) else load_shipped_records("power", platform)
     if source is None:
         return None, [f"fa-a2a: no duty records (experiment power) for {platform}: every kernel at FA-only's clock"]
-    files = sorted({r.source for r in source.records if r.experiment == "power"})
     try:
-        return fit_clock_law(source, ", ".join(files)), []
+        return _fit_on(source), []
     except PowerFitError as exc:
         return None, [f"fa-a2a: no clock law ({exc}): every kernel at FA-only's clock"]

@@ -99,6 +99,15 @@ def duty_record(m, kind, units, u, f, smi) -> dict:
                        PLATFORM, "test", False)
 
 
+def recordset(recs):
+    """Records as the shipped power file would parse."""
+    import json
+
+    from calibration.records import parse_texts
+
+    return parse_texts([("h200-pcie-host-power.jsonl", "".join(json.dumps(r) + "\n" for r in recs).encode())])
+
+
 def law_records(beta=0.4, ceiling=1700.0, f0=1500.0, u0=0.95, ms=(2048, 8192), top=1980.0) -> list[dict]:
     """Duty records drawn from a known clock law: capped below the ceiling (nvidia-smi under ``top``), at the
     ceiling above it (at ``top``); beside them the idle control, which no fit reads."""

@@ -1,13 +1,11 @@
 """The power cap's clock law: its fit on duty records (calibration.power) and its use (xsim.attention.clock)."""
 
-import json
 import math
 
 import pytest
 
 from calibration.power import PowerFitError, clock_law_for, fit_clock_law
-from calibration.records import parse_texts
-from fa_a2a_records import PLATFORM, duty_record, flat_stats, law_records
+from fa_a2a_records import PLATFORM, duty_record, flat_stats, law_records, recordset
 from hwkernels.records import make_record
 from xsim.attention.clock import ClockLaw, solve
 
@@ -19,10 +17,6 @@ def variant():
     stats = {"busy_fraction": flat_stats(0.5), "run_clock_mhz": flat_stats(1750.0), "smi_clock_mhz": flat_stats(TOP)}
     return make_record("power", "variant", {"seq_len": 2048, "variant": "fused"}, stats, {"ok": True},
                        PLATFORM, "abc", False)
-
-
-def recordset(recs):
-    return parse_texts([("h200-pcie-host-power.jsonl", "".join(json.dumps(r) + "\n" for r in recs).encode())])
 
 
 def test_fit_recovers_a_known_law():

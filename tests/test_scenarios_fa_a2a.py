@@ -11,7 +11,7 @@ from xsim.builders import fa_a2a
 from xsim.report.fa_a2a_points import collect
 from xsim.scenario import shipped_scenarios
 
-NAMES = ("fa-a2a-host", "fa-a2a-host-gluon", "fa-a2a-paper")
+NAMES = ("fa-a2a-host", "fa-a2a-host-gluon", "fa-a2a-host-gluon-steady", "fa-a2a-paper")
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -20,15 +20,17 @@ def test_every_parameter_has_a_source(name):
     assert s.builder == "fa_a2a" and set(s.sources) == set(fa_a2a.PARAMS)
 
 
-@pytest.mark.parametrize("name,mainloop", [("fa-a2a-host", "triton"), ("fa-a2a-host-gluon", "gluon")])
-def test_host_scenario_qloop_is_the_fit_of_the_shipped_records(name, mainloop):
+@pytest.mark.parametrize("name,mainloop,timing", [("fa-a2a-host", "triton", "burst"), ("fa-a2a-host-gluon", "gluon", "burst"),
+                                                  ("fa-a2a-host-gluon-steady", "gluon", "steady")])
+def test_host_scenario_qloop_is_the_fit_of_the_shipped_records(name, mainloop, timing):
     files = [e for e in shipped_record_files() if e.name.endswith("-fa-a2a.jsonl")]
     if not files:
         pytest.skip("no fa-a2a records shipped yet")
     rs = parse_texts([(e.name, e.read_bytes()) for e in files])
     p = shipped_scenarios()[name].params
     key = (p["head_dim"], p["block_m"], p["block_n"], p["sp"], p["destination"], mainloop, p["stagger_us"],
-           "burst")   # the scenarios carry the fits of the runs timed as short launches
+           timing)   # short launches (burst) at one clock; the steady state with the power cap's law
+    assert (p["clock_law"] == "records") == (timing == "steady")
     points = [q for q in collect(rs, [])[key].values() if math.isfinite(q.qloop_us)]
     fit = fit_qloop([q.seq_len for q in points], [q.qloop_us for q in points], p["block_n"],
                     [q.qloop_cv for q in points])

@@ -75,10 +75,16 @@ class Scenario:
         except ValueError as exc:
             raise ScenarioError(f"scenario {self.name!r}: {exc}") from None
 
-    def simulate(self, platform: Platform, engine: str):
-        """The builder's own runs (``module.simulate``): (a result, the summary)."""
+    def simulate(self, platform: Platform, engine: str, trace: bool = True):
+        """(a result, the summary): the builder's own runs where it has them (``module.simulate``: moe's
+        both schedules, fa_a2a's clock law), else its workload through the DES."""
+        if not hasattr(self.module, "simulate"):
+            from xsim.des import simulate
+
+            result = simulate(self.build(platform, engine=engine, trace=trace), engine=engine, trace=trace)
+            return result, self.summarize(result)
         try:
-            return self.module.simulate(dict(self.params), platform, engine)
+            return self.module.simulate(dict(self.params), platform, engine, trace=trace)
         except ValueError as exc:
             raise ScenarioError(f"scenario {self.name!r}: {exc}") from None
 

@@ -139,16 +139,13 @@ def _die_with_parent() -> None:
 
 def run_point(point: dict) -> dict:
     """Simulate one point; a row (or ``{"error": message}`` if the point cannot be built)."""
-    from xsim.des import simulate
-
     scenario, platform = _WORKER["scenario"], _WORKER["platform"]
     start = time.perf_counter()
     try:
         params = resolve(scenario.module.PARAMS, {**scenario.params, **point}, f"scenario {scenario.name!r}")
         s = replace(scenario, params=params)
-        result = simulate(s.build(platform, engine=_WORKER["engine"], trace=False), engine=_WORKER["engine"],
-                          trace=False)
-        summary, prediction = s.summarize(result), s.predict(platform)
+        _, summary = s.simulate(platform, _WORKER["engine"], trace=False)
+        prediction = s.predict(platform)
     except (ScenarioError, ParamError, BudgetError) as exc:
         return {"point": point_id(point), "error": f"point {point_id(point)}: {exc}"}
     row = {"point": point_id(point), **params, **_flatten(summary),

@@ -16,6 +16,12 @@ PANELS = (
     ("issue_us_mean", "simulated issue time, mean (µs)"),
     ("period_us_mean", "simulated period, mean (µs)"),
     ("stall_us_mean", "critical-path stall per tile, mean (µs)"),
+    ("kernel_us_mean", "simulated kernel time per launch, mean (µs)"),                  # fa_a2a
+    ("e_res_us", "residual over the modeled FA-only E_res (µs)"),
+    ("clock_predicted_mhz", "SM clock by the power cap's law (MHz)"),
+    ("wave_kernel_us", "expert-wave kernel time (µs)"),                                  # moe, both schedules
+    ("interleaved_kernel_us", "interleaved kernel time (µs)"),
+    ("speedup", "speedup, interleaved over expert waves"),
 )
 GAP_KEY, G_STAR_KEY = "gap_us", "pred_g_star_us"
 
@@ -108,7 +114,7 @@ def _overlay_g_star(fig, rows, x_key, y_key, row, col, show_legend):
 
 def write_figures(rows: list[dict], axes: list[str], out_dir: Path) -> list[Path]:
     """sweep.html for a 1-D or 2-D sweep (first two axes, when more); returns what was written."""
-    if not rows or not axes:
+    if not rows or not axes or not _panels(rows):
         return []
     if len(axes) == 1 or len({r[axes[1]] for r in rows}) == 1:
         fig = line_figure(rows, axes[0])

@@ -66,6 +66,7 @@ from xsim.workload import Workload, XStageParams
 
 VARIANTS = ("fused", "cc", "fa-only", "fused-paced")
 ORDERS = ("default", "remote-first")   # hwkernels.fa.ORDERS
+CLOCK_LAWS = ("none", "records")
 CC_FENCES = ("link", "fifo", "own", "fifo+gate", "own-eq")   # what cc's fence waits for: the stage empty, the
 #                 bytes ahead, its own; the bytes ahead, then the platform's gate; its own under equal drain shares
 
@@ -102,6 +103,12 @@ PARAMS = {
                       choices=CC_FENCES),
     "stagger_us": Param("us", 0.0, "fused, cc: each launch's program p starts its first tile stagger_us * p / K "
                         "late (staggered program phases: the kernels' STAGGER_NS)", minimum=0),
+    "clock_law": Param("str", "none", "the SM clock: none (every variant at the Q-loop's clock) or records (the "
+                       "power cap's clock law of the platform's shipped duty records: each variant's clock and "
+                       "time solved together, the Q-loop being FA-only's at fa_clock_mhz; xsim.attention.clocked)",
+                       choices=CLOCK_LAWS),
+    "fa_clock_mhz": Param("float", 0.0, "clock_law records: FA-only's SM clock at the cap, the clock of the Q-loop "
+                          "(0: the law's FA-only anchor at M, FA-only alone in the same duty runs)", minimum=0),
 }
 
 
@@ -287,12 +294,30 @@ def predict(params: dict, platform: Platform) -> dict:
             "g_star_us": cf.g_star_us, "m_ub_star_tokens": cf.m_ub_star_tokens, "waves": cf.waves}
 
 
+def simulate(params: dict, platform: Platform, engine: str = "fast", trace: bool = True):
+    """(result, summary) of the variant: :func:`build` and :func:`summarize`, or with ``clock_law``
+    "records" at the clock the power cap gives it (:func:`xsim.attention.clocked.simulate`)."""
+    if params["clock_law"] != "none":
+        from xsim.attention import clocked
+
+        return clocked.simulate(params, platform, engine, trace)
+    from xsim.des import simulate as run
+
+    result = run(build(params, platform), engine=engine, trace=trace)
+    return result, summarize(result, params)
+
+
+def t_fa_model_us(params: dict) -> float:
+    """FA-only's modeled time: every wave's Q-loop."""
+    shape = shape_of(params)
+    return shape.waves * _gap_us(params, shape)
+
+
 def summarize(result, params: dict) -> dict:
     ends = replay_ends_us(result, params)
     per_replay = np.diff(np.concatenate([[0.0], ends]))
     steady = per_replay[1:] if len(per_replay) > 1 else per_replay
-    shape = shape_of(params)
-    t_fa = shape.waves * _gap_us(params, shape)
+    t_fa = t_fa_model_us(params)
     kernel = Stats.of(steady)
     remote = result.workload.bytes > 0
     return {

@@ -8,7 +8,7 @@ from pathlib import Path
 from xsim.fileio import atomic_path, atomic_write, ensure_folder
 
 from xsim.commands.common import add_json_option, add_platform_options, platform_from_args, print_json, print_table
-from xsim.des import ENGINES, simulate
+from xsim.des import ENGINES
 from xsim.scenario import load_scenario
 
 
@@ -31,12 +31,7 @@ def run(args) -> int:
     scenario.estimate(platform, args.engine, outputs, outputs).require(f"scenario {scenario.name!r}")
     if outputs:
         ensure_folder(args.out, f"the --out folder {args.out}")  # before the run, after the budget
-    if hasattr(scenario.module, "simulate"):   # a builder that runs several workloads (moe: both schedules)
-        result, summary = scenario.simulate(platform, args.engine)
-    else:
-        workload = scenario.build(platform, engine=args.engine, trace=outputs, outputs=outputs)
-        result = simulate(workload, engine=args.engine, trace=outputs)
-        summary = scenario.summarize(result)
+    result, summary = scenario.simulate(platform, args.engine, trace=outputs)
     document = {"scenario": scenario.name, "platform": platform.name, "engine": args.engine,
                 "params": dict(scenario.params), **summary, "closed_form": scenario.predict(platform)}
     if args.out:
