@@ -5,8 +5,8 @@ run 15's FA-only records), the host link's profile and the power cap's clock law
 duty records, FA-only's own clock the law's anchor): no measured time or clock of the point itself
 goes in, unlike the report's "des" model, which anchors on the measured FA-only. Each variant's
 predicted time beside the measured median, for run 15 (the Q-loop's own records: FA-only's times
-are in-sample, the other variants' never fitted) and run 16 (a repeat that no fit saw); with the law
-and at a fixed clock (``clock_law = none``).
+are in-sample, the other variants' never fitted), run 16 (a repeat that no fit saw) and run 17 (lengths
+no run had measured, predicted first: ``--predict``); with the law and at a fixed clock (``clock_law = none``).
 
     PYTHONPATH=. python benchmarks/fa_a2a_whatif_steady.py [--run NAME=FILE ...]
 writes benchmarks/results/fa_a2a_whatif_steady.txt (atomically); ``--run`` adds a steady run's records
@@ -33,7 +33,8 @@ from xsim.scenario import shipped_scenarios  # noqa: E402
 
 SCENARIO = "fa-a2a-host-gluon-steady"
 VARIANTS = ("fa-only", "fused", "cc", "fused-paced")
-RUN16 = "h200-pcie-host-fa-a2a-run16-repeat-steady-bd13b95.jsonl"
+REPEATS = {"run 16": "h200-pcie-host-fa-a2a-run16-repeat-steady-bd13b95.jsonl",   # shipped repeats, no fit saw
+           "run 17": "h200-pcie-host-fa-a2a-run17-new-lengths-steady-d688c63.jsonl"}  # lengths predicted first
 RESULTS = Path(__file__).resolve().parent / "results"
 OUT, PREDICTED = RESULTS / "fa_a2a_whatif_steady.txt", RESULTS / "fa_a2a_whatif_steady_predicted.txt"
 TOKENS = 4096   # hwkernels/fa_bench_args.py: batch = max(1, tokens // M), heads 32
@@ -78,8 +79,9 @@ def main(argv=None) -> int:
         print(text)
         return 0
     runs = {"run 15": load_shipped_records("fa-a2a", platform.name)}
-    runs["run 16"] = parse_texts([(e.name, e.read_bytes()) for e in shipped_repeat_files(platform.name, "fa-a2a")
-                                  if e.name == RUN16])
+    files = {e.name: e for e in shipped_repeat_files(platform.name, "fa-a2a")}
+    for name, file in REPEATS.items():
+        runs[name] = parse_texts([(file, files[file].read_bytes())])
     for item in args.run:
         name, _, path = item.partition("=")
         runs[name] = parse_texts([(Path(path).name, Path(path).read_bytes())])
