@@ -88,3 +88,18 @@ def test_a_platform_without_power_records_is_a_one_line_error(capsys):
     assert "clock_law records on paper-8gpu: no shipped power records" in err
     code, _, err = _cli(capsys, "simulate", "fa-a2a-paper", "--platform", "paper-8gpu", "--set", "clock_law=law")
     assert code == 2 and '"clock_law" must be one of none, records' in err
+
+
+def test_the_budget_counts_every_run_of_a_point():
+    from xsim.attention.clock import MAX_ITER
+    from xsim.budget import estimate
+    from xsim.builders import moe
+    from xsim.scenario import shipped_scenarios
+
+    one = estimate(fa_a2a, params(), HOST, "fast", trace=False)
+    law = estimate(fa_a2a, params(clock_law="records"), HOST, "fast", trace=False)
+    assert law.events == (1 + MAX_ITER) * one.events and law.memory_bytes == one.memory_bytes
+    p = dict(shipped_scenarios()["moe1-hy3-bf16-hot-1024"].params)
+    both = estimate(moe, {**p, "schedule": "both", "spread_seeds": 3}, HOST, "fast", trace=False)
+    wave = estimate(moe, {**p, "schedule": "wave", "spread_seeds": 1}, HOST, "fast", trace=False)
+    assert both.events == 6 * wave.events and both.memory_bytes == wave.memory_bytes

@@ -93,8 +93,11 @@ class Estimate:
 
 
 def estimate(builder, params: dict, platform, engine: str, trace: bool, outputs: bool = False) -> Estimate:
-    """The estimate of one point of ``builder`` (a module with ``size``) on ``platform``."""
+    """The estimate of one point of ``builder`` (a module with ``size``) on ``platform``. A builder that
+    runs several workloads one after another for a point (``runs(params)``: moe's schedules and spread
+    seeds, fa_a2a's clock-law iterations) multiplies the events, not the memory."""
     tiles, horizon_us = builder.size(params, platform)
+    runs = builder.runs(params) if hasattr(builder, "runs") else 1
     per_tile = BYTES_PER_TILE.get(engine, BYTES_PER_TILE["simpy"])[2 if outputs else int(trace)]
-    return Estimate(int(tiles), EVENTS_PER_TILE * int(tiles), BASE_BYTES + per_tile * int(tiles),
+    return Estimate(int(tiles), EVENTS_PER_TILE * int(tiles) * int(runs), BASE_BYTES + per_tile * int(tiles),
                     float(horizon_us), engine)

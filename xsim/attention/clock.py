@@ -74,8 +74,11 @@ class ClockLaw:
                 "anchors_mhz": {str(m): f for m, f in sorted(self.anchors)}, "source": self.source}
 
 
+MAX_ITER = 8   # solve's iterations at most (2-4 in practice: docs/fa-a2a-report.md)
+
+
 def solve(law: ClockLaw, t_fa_us: float, f_fa_mhz: float, seq_len: int, residual_us,
-          tol: float = 1e-4, max_iter: int = 8) -> tuple[float, float]:
+          tol: float = 1e-4, max_iter: int = MAX_ITER) -> tuple[float, float]:
     """(predicted time, predicted clock) of a kernel that computes FA-only's work plus a residual.
 
     ``residual_us(s)``: the model's residual over FA-only when the compute runs ``s`` = f_FA / f times

@@ -294,6 +294,13 @@ def predict(params: dict, platform: Platform) -> dict:
             "g_star_us": cf.g_star_us, "m_ub_star_tokens": cf.m_ub_star_tokens, "waves": cf.waves}
 
 
+def runs(params: dict) -> int:
+    """DES runs per point: one, or with the clock law FA-only's and at most every iteration's."""
+    from xsim.attention.clock import MAX_ITER
+
+    return 1 if params["clock_law"] == "none" else 1 + MAX_ITER
+
+
 def simulate(params: dict, platform: Platform, engine: str = "fast", trace: bool = True):
     """(result, summary) of the variant: :func:`build` and :func:`summarize`, or with ``clock_law``
     "records" at the clock the power cap gives it (:func:`xsim.attention.clocked.simulate`)."""

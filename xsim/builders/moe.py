@@ -246,6 +246,11 @@ def size(params: dict, platform: Platform) -> tuple[int, float]:
     return mblocks * (shape.l1_nblocks + shape.l2_nblocks), 0.0
 
 
+def runs(params: dict) -> int:
+    """DES runs per point: each schedule asked for, once per spread seed."""
+    return (2 if params["schedule"] == "both" else 1) * params["spread_seeds"]
+
+
 def build(params: dict, platform: Platform):
     """The workload of one schedule (``both``: the interleaved one; see :func:`simulate`)."""
     schedule = "interleaved" if params["schedule"] == "both" else params["schedule"]
