@@ -8,7 +8,8 @@ over the wave's as S1^-beta and the steady speedup as S1^(1 - beta), where S1 is
 clock. Every input is measured: S1 from the burst run with CLK (``repeats/h200-pcie-host-moe-clock-24fb8c8.jsonl``,
 both schedules within 2 % of one clock: the wave time over the interleaved time at the wave's clock),
 the steady clocks and speedups from ``repeats/h200-pcie-host-moe-kernels-steady-5896436.jsonl``
-(``moe_bench --steady-s 0.2``). ``beta needed`` = ln(f_wave / f_int) / ln(S1) is what the steady run
+(``moe_bench --steady-s 0.2``) and its repeat at ``53668b2``, run after this comparison was first
+written and committed (the same command). ``beta needed`` = ln(f_wave / f_int) / ln(S1) is what the steady run
 itself would ask for (a diagnostic, never used to predict). The prediction from shapes: the shipped
 report's DES speedup (a fixed clock, the compute model of the burst mainloop records) to the power
 S_DES^(1 - beta), beside the measured steady speedup.
@@ -37,18 +38,14 @@ from xsim.report import moe  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 REPEATS = ROOT / "calibration" / "records" / "repeats"
-BURST, STEADY = REPEATS / "h200-pcie-host-moe-clock-24fb8c8.jsonl", REPEATS / "h200-pcie-host-moe-kernels-steady-5896436.jsonl"
+BURST = REPEATS / "h200-pcie-host-moe-clock-24fb8c8.jsonl"
+STEADY = {"5896436": REPEATS / "h200-pcie-host-moe-kernels-steady-5896436.jsonl",        # the first steady run
+          "53668b2": REPEATS / "h200-pcie-host-moe-kernels-steady-repeat-53668b2.jsonl"}  # after this was written
 OUT = ROOT / "benchmarks" / "results" / "moe_clock_law_transfer.txt"
 
 
-def main() -> int:
-    law = shipped_clock_law("h200-pcie-host")
-    platform = resolve_platform("h200-pcie-host")
-    des = {r.config: r.speedup_predicted for r in moe.build(load_records([STEADY]), platform).rows}
-    burst, steady = clocked(load_records([BURST]), "kernel"), clocked(load_records([STEADY]), "kernel")
-    lines = [f"# benchmarks/moe_clock_law_transfer.py on h200-pcie-host, {commit_note()}; FA's law beta = "
-             f"{law.beta:.3f} ({law.source})", "",
-             "| config | S1 (burst, one clock) | steady MHz wave / int | clock ratio measured | law | "
+def table(law, burst: dict, steady: dict, des: dict) -> list[str]:
+    lines = ["| config | S1 (burst, one clock) | steady MHz wave / int | clock ratio measured | law | "
              "steady speedup measured | law S1^(1-beta) | error | beta needed | DES | DES^(1-beta) | error | "
              "DES error at a fixed clock |",
              "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
@@ -71,15 +68,27 @@ def main() -> int:
                      f"{pred_ratio:.3f} | {measured:.3f} | {pred:.3f} | {pred - measured:+.3f} | {need:.2f} | {d:.3f} | "
                      f"{d ** (1 - law.beta):.3f} | {des_err[-1]:+.3f} | {fixed_err[-1]:+.3f} |")
     a, b, c = np.abs(errs), np.abs(des_err), np.abs(fixed_err)
-    lines += ["", f"steady speedup by the FA law from the measured S1: |error| max {a.max():.3f}, mean {a.mean():.3f}, "
-              f"{int((a <= 0.05).sum())} of {len(a)} within 0.05",
-              f"from the DES (predicted from shapes): with the law max {b.max():.3f}, mean {b.mean():.3f}, "
-              f"{int((b <= 0.05).sum())} of {len(b)} within 0.05; at a fixed clock max {c.max():.3f}, mean "
-              f"{c.mean():.3f}, {int((c <= 0.05).sum())} of {len(c)} within 0.05",
-              f"clock ratio: law minus measured median "
-              f"{np.median(ratio_err):+.3f}, max {max(ratio_err):+.3f}",
-              f"beta needed (configs with S1 > 1.02): median {np.median(needed):.2f}, range "
-              f"{min(needed):.2f} .. {max(needed):.2f} against FA's {law.beta:.3f}"]
+    return lines + [
+        "", f"steady speedup by the FA law from the measured S1: |error| max {a.max():.3f}, mean {a.mean():.3f}, "
+        f"{int((a <= 0.05).sum())} of {len(a)} within 0.05",
+        f"from the DES (predicted from shapes): with the law max {b.max():.3f}, mean {b.mean():.3f}, "
+        f"{int((b <= 0.05).sum())} of {len(b)} within 0.05; at a fixed clock max {c.max():.3f}, mean "
+        f"{c.mean():.3f}, {int((c <= 0.05).sum())} of {len(c)} within 0.05",
+        f"clock ratio: law minus measured median {np.median(ratio_err):+.3f}, max {max(ratio_err):+.3f}",
+        f"beta needed (configs with S1 > 1.02): median {np.median(needed):.2f}, range "
+        f"{min(needed):.2f} .. {max(needed):.2f} against FA's {law.beta:.3f}"]
+
+
+def main() -> int:
+    law = shipped_clock_law("h200-pcie-host")
+    platform = resolve_platform("h200-pcie-host")
+    burst = clocked(load_records([BURST]), "kernel")
+    lines = [f"# benchmarks/moe_clock_law_transfer.py on h200-pcie-host, {commit_note()}; FA's law beta = "
+             f"{law.beta:.3f} ({law.source})"]
+    for commit, path in STEADY.items():
+        rs = load_records([path])
+        des = {r.config: r.speedup_predicted for r in moe.build(rs, platform).rows}
+        lines += ["", f"## steady run at {commit} ({path.name})", "", *table(law, burst, clocked(rs, "kernel"), des)]
     text = "\n".join(lines) + "\n"
     atomic_write(OUT, text, "result")
     print(text, end="")
