@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from statistics import fmean as mean
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -117,10 +118,6 @@ def main(argv=None) -> int:
     atomic_write(OUT, text, "what-if result")
     print(text)
     return 0
-
-
-def mean(xs) -> float:
-    return sum(xs) / len(xs)
 
 
 if __name__ == "__main__":

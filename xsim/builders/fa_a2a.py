@@ -53,6 +53,7 @@ import math
 
 import numpy as np
 
+from xsim.attention.clock import MAX_ITER
 from xsim.attention.predict import paced_residual_us, predict as closed_form
 from xsim.attention.qloop import QLoop
 from xsim.attention.shape import DESTINATIONS, AttentionShape, drain_peers
@@ -296,8 +297,6 @@ def predict(params: dict, platform: Platform) -> dict:
 
 def runs(params: dict) -> int:
     """DES runs per point: one, or with the clock law FA-only's and at most every iteration's."""
-    from xsim.attention.clock import MAX_ITER
-
     return 1 if params["clock_law"] == "none" else 1 + MAX_ITER
 
 

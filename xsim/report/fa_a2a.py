@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 
 from calibration.records import RecordSet
 from xsim.attention.clock import ClockLaw, solve
+from xsim.attention.clocked import scaled
 from xsim.attention.predict import paced_residual_us, predict
 from xsim.attention.qloop import QLoop, fit_qloop
 from xsim.attention.shape import drain_peers
@@ -51,9 +52,10 @@ def _des_residual(p: Point, qloop: QLoop, platform: Platform, destination: str, 
     params = resolve(builder.PARAMS, {
         "variant": variant, "seq_len": s.seq_len, "batch": s.batch, "heads": s.heads, "sp": s.sp,
         "head_dim": s.head_dim, "block_m": s.block_m, "block_n": s.block_n, "producers": s.producers,
-        "destination": destination, "sigma_us_per_kv_tile": qloop.sigma_us_per_kv_tile * scale,
-        "qloop_fixed_us": qloop.fixed_us * scale, "qloop_cv": qloop.cv, "replays": DES_REPLAYS,
+        "destination": destination, "sigma_us_per_kv_tile": qloop.sigma_us_per_kv_tile,
+        "qloop_fixed_us": qloop.fixed_us, "qloop_cv": qloop.cv, "replays": DES_REPLAYS,
         "pace": p.pace or 1, "stagger_us": stagger_us, **fence}, "fa-a2a point")
+    params = scaled(params, scale)
     result = simulate(builder.build(params, platform), engine=engine, trace=False)
     return builder.summarize(result, params)["e_res_us"]
 
