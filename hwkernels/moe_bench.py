@@ -140,11 +140,15 @@ class Bench:
         records.append_record(self.args.out, rec)
 
     def cfg_params(self, precision):
-        c = self.settings[precision]
-        return {"block_k": c.block_k, "block_k2": c.k2, "num_warps": c.num_warps,
-                "num_stages": c.num_stages, "tma": c.tma, "acc_k1": c.acc_k1,
-                "acc_k2": c.acc_k2, "num_stages2": c.stages2, "poll": c.poll,
-                "host_desc": c.host_desc}
+        return kernel_params(self.settings[precision])
+
+
+def kernel_params(c) -> dict:
+    """A moe.KernelConfig's settings as the records' params carry them."""
+    return {"block_k": c.block_k, "block_k2": c.k2, "num_warps": c.num_warps,
+            "num_stages": c.num_stages, "tma": c.tma, "acc_k1": c.acc_k1,
+            "acc_k2": c.acc_k2, "num_stages2": c.stages2, "poll": c.poll,
+            "host_desc": c.host_desc}
 
 
 def _measure(run, repeats, warmup=1, poison=None, check=None, ranks=SOLO, heat=None):
