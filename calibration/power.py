@@ -12,6 +12,10 @@ any record reports, less 1 %); an uncapped point runs at the compute ceiling. Th
 - the anchor of each M: its anchor's clock (FA-only alone at the cap: what a what-if anchors on).
 
 Both need points: a fit without a capped or without an uncapped store point is an error.
+
+The MoE kernel's own law (:func:`fit_moe_clock_law`, :class:`xsim.moe.clocked.MoEClockLaw`) is fitted the
+same way on experiment "moe", kind "duty" (``hwkernels.moe_duty``): per (config, schedule) the local-Combine
+kernel alone (the anchor) and with idle gaps of ``gap_ratio`` kernel lengths; the ceilings per config.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from collections import defaultdict
 import numpy as np
 
 from xsim.attention.clock import ClockLaw
+from xsim.moe.clocked import MoEClockLaw
 
 TOP_CLOCK_BAND = 0.99
 
@@ -35,39 +40,70 @@ def _point(r) -> tuple[float, float, float]:
     return r.stat("busy_fraction", "median"), r.stat("run_clock_mhz", "median"), r.stat("smi_clock_mhz", "median")
 
 
-def fit_clock_law(rs, source: str = "") -> ClockLaw:
-    duty = [r for r in rs.records if r.experiment == "power" and r.kind == "duty"]
-    groups = defaultdict(dict)
-    for r in duty:
-        u, f, smi = _point(r)
-        if not all(math.isfinite(v) and v > 0 for v in (u, f, smi)):
-            continue
-        groups[int(r.params["seq_len"])][(r.params.get("gap_kind"), int(r.params.get("gap_units", 0)))] = (u, f, smi)
-    if not groups:
-        raise PowerFitError("no duty records (experiment power, kind duty) with busy fraction and clocks")
-    top = max(smi for g in groups.values() for (_, _, smi) in g.values())
-    xs, ys, ceilings, anchors = [], [], {}, {}
-    for m, g in sorted(groups.items()):
-        anchor = g.get(("none", 0))
-        stores = [v for (kind, units), v in g.items() if kind == "store" and units > 0]
-        free = [f for (_, f, smi) in stores if smi >= TOP_CLOCK_BAND * top]
-        if free:
-            ceilings[m] = float(np.median(free))
+def _fit(groups: dict, top: float, what: str) -> tuple[float, dict, dict]:
+    """(beta, {key: uncapped gap points' clocks}, {key: anchor clock}) of ``groups``: key -> (anchor point
+    or None, gap points), a point (busy fraction, CLK, nvidia-smi clock), capped below ``top``; beta by
+    least squares through the origin over every key's capped gap points."""
+    xs, ys, free, anchors = [], [], {}, {}
+    for key, (anchor, gaps) in groups.items():
+        free[key] = [f for (_, f, smi) in gaps if smi >= TOP_CLOCK_BAND * top]
         if anchor is None:
             continue
         u0, f0, _ = anchor
-        anchors[m] = f0
-        for u, f, smi in stores:
+        anchors[key] = f0
+        for u, f, smi in gaps:
             if smi < TOP_CLOCK_BAND * top:
                 xs.append(math.log(u0 / u))
                 ys.append(math.log(f / f0))
     if not xs:
-        raise PowerFitError("no power-capped store point beside an anchor (gap_kind none) to fit beta on")
-    if not ceilings:
-        raise PowerFitError("no store point under the cap (nvidia-smi at the top clock) to read a ceiling from")
+        raise PowerFitError(f"no power-capped {what} point beside an anchor (gap_kind none) to fit beta on")
+    if not any(free.values()):
+        raise PowerFitError(f"no {what} point under the cap (nvidia-smi at the top clock) to read a ceiling from")
     x, y = np.asarray(xs), np.asarray(ys)
-    beta = float(x @ y / (x @ x))
+    return float(x @ y / (x @ x)), free, anchors
+
+
+def _points(rs, experiment: str, key, size, fitted: str) -> tuple[dict, float]:
+    """(key -> (anchor, [gap points of kind ``fitted``]), the top nvidia-smi clock of every point) of the
+    duty records of ``experiment`` with a finite, positive busy fraction and clocks. ``key(r)`` groups;
+    a gap is (``gap_kind``, ``size(r)``), the latest record of one gap counts; the anchor is ("none", 0)."""
+    groups: dict = defaultdict(dict)
+    for r in rs.records:
+        if r.experiment == experiment and r.kind == "duty":
+            point = _point(r)
+            if all(math.isfinite(v) and v > 0 for v in point):
+                groups[key(r)][(r.params.get("gap_kind"), size(r))] = point
+    if not groups:
+        return {}, 0.0
+    top = max(smi for g in groups.values() for (_, _, smi) in g.values())
+    return {k: (g.get(("none", 0)), [v for (kind, n), v in g.items() if kind == fitted and n > 0])
+            for k, g in sorted(groups.items())}, top
+
+
+def fit_clock_law(rs, source: str = "") -> ClockLaw:
+    groups, top = _points(rs, "power", lambda r: int(r.params["seq_len"]),
+                          lambda r: int(r.params.get("gap_units", 0)), "store")
+    if not groups:
+        raise PowerFitError("no duty records (experiment power, kind duty) with busy fraction and clocks")
+    beta, free, anchors = _fit(groups, top, "store")
+    ceilings = {m: float(np.median(f)) for m, f in free.items() if f}
     return ClockLaw(beta, tuple(sorted(ceilings.items())), source, tuple(sorted(anchors.items())))
+
+
+def fit_moe_clock_law(rs, source: str = "") -> MoEClockLaw:
+    """The MoE kernel's own law (``hwkernels.moe_duty``: experiment "moe", kind "duty"): beta over the
+    capped idle-gap points of every (config, schedule) against its own anchor (the kernel alone at the
+    cap); each config's ceiling the median CLK of its uncapped points, both schedules."""
+    groups, top = _points(rs, "moe", lambda r: (r.params["config"], r.params["schedule"]),
+                          lambda r: float(r.params.get("gap_ratio", 0)), "idle")
+    if not groups:
+        raise PowerFitError("no MoE duty records (experiment moe, kind duty) with busy fraction and clocks")
+    beta, free, anchors = _fit(groups, top, "idle-gap")
+    pooled = defaultdict(list)
+    for (config, _), f in free.items():
+        pooled[config] += f
+    ceilings = {c: float(np.median(f)) for c, f in pooled.items() if f}
+    return MoEClockLaw(beta, tuple(sorted(ceilings.items())), tuple(sorted(anchors.items())), source)
 
 
 @functools.lru_cache(maxsize=8)

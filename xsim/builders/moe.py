@@ -10,6 +10,8 @@ closed forms (eqs. 12-16) for the same config.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from xsim.closedform.megamoe import schedule_spans
@@ -84,6 +86,9 @@ PARAMS = {
                             "(< 0: the compute model's measured one, 0 without records)"),
     "prologue_us": Param("us", -1.0, "fixed time before each program's first tile: the kernel's time outside "
                          "its tiles (< 0: the compute model's measured one, 0 without records)"),
+    "compute_scale": Param("float", 1.0, "every tile's compute (mainloop, its wait overhead, epilogues, prologue) "
+                           "times this: the kernel at the compute model's clock over this (xsim.moe.clocked, the "
+                           "power cap's clock)", minimum=1e-3),
     "kernel_overhead_us": Param("us", 0.0, "fixed kernel time outside the tiles (launch, Dispatch)", minimum=0),
     "l2_cache_bytes": Param("bytes", 0, "L2 cache the selector's locality model uses (0: the GPU's)", minimum=0),
     "tile_table": Param("str", "", "a tile table (.npz with offsets, tiles) to run instead of the schedule's"),
@@ -151,9 +156,10 @@ class Config:
         elif self.prepass is not None:
             kind = table.tiles[:, 0]
             t_l1, t_l2 = (float(context[kind == k].mean()) if np.any(kind == k) else 0.0 for k in (L1, L2))
-        return tile_workload(table, self.shape, self.layout, self.platform, t_l1,
-                             t_l2, p["staging_depth"], p["l1_release"], self.l2_epilogue_us,
-                             self.l1_epilogue_us, self.prologue_us, factors)
+        c = p["compute_scale"]
+        return tile_workload(table, self.shape, self.layout, self.platform, t_l1 * c,
+                             t_l2 * c, p["staging_depth"], p["l1_release"], self.l2_epilogue_us * c,
+                             self.l1_epilogue_us * c, self.prologue_us * c, factors)
 
     def context_mainloops_us(self, schedule: str) -> np.ndarray:
         """compute = contention: every schedule's local run once (the anchor pools them), then this
@@ -195,10 +201,16 @@ def _scaled_link(platform: Platform, scale: float) -> Platform:
     """The platform with its drain rates times ``scale`` (1: the platform itself)."""
     if scale == 1.0:
         return platform
-    from dataclasses import replace
-
     link = None if platform.link_drain_rate_gbps is None else platform.link_drain_rate_gbps * scale
     return replace(platform, drain_rate_gbps=platform.drain_rate_gbps * scale, link_drain_rate_gbps=link)
+
+
+def without_link(platform: Platform) -> Platform:
+    """The platform as the local-Combine control sees it: the same issue costs, a drain 1000x
+    faster than the link's (device memory), no load gate."""
+    rate = platform.drain_rate_gbps * 1e3
+    link = None if platform.link_drain_rate_gbps is None else platform.link_drain_rate_gbps * 1e3
+    return replace(platform, drain_rate_gbps=rate, link_drain_rate_gbps=link, load_gate=None)
 
 
 def prepass(cfg: Config):

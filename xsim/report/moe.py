@@ -18,11 +18,12 @@ those skewed configs are the ones ``geomean_speedup_skewed_measured`` covers.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from xsim.builders import moe as builder
+from xsim.builders.moe import without_link
 from xsim.params import resolve
 from xsim.platform import Platform
 from xsim.report.moe_paper import paper_table2
@@ -196,14 +197,6 @@ def build(rs, platform: Platform, des: bool = True, paper_des: bool = False,
     summary["moe_level"] = level
     summary["spread_seeds"] = [spread_seed, spread_seed + (SPREAD_SEEDS if spread_seeds is None else spread_seeds) - 1]
     return MoEReport(platform, rows, gemm, paper, summary)
-
-
-def without_link(platform: Platform) -> Platform:
-    """The platform as the local-Combine control sees it: the same issue costs, a drain 1000x
-    faster than the link's (device memory), no load gate."""
-    rate = platform.drain_rate_gbps * 1e3
-    link = None if platform.link_drain_rate_gbps is None else platform.link_drain_rate_gbps * 1e3
-    return replace(platform, drain_rate_gbps=rate, link_drain_rate_gbps=link, load_gate=None)
 
 
 def kernel_time_errors(rows: list[ConfigRow]) -> dict:
