@@ -119,18 +119,42 @@ def shipped_clock_law(platform: str) -> ClockLaw:
 
 def _fit_on(rs) -> ClockLaw:
     """The law of the power records in ``rs``, its source the files they came from."""
-    return fit_clock_law(rs, ", ".join(sorted({r.source for r in rs.records if r.experiment == "power"})))
+    return fit_clock_law(rs, _sources(rs, "power"))
+
+
+def _ours(rs, experiment: str, kind: str | None) -> list:
+    return [r for r in rs.records if r.experiment == experiment and kind in (None, r.kind)]
+
+
+def _sources(rs, experiment: str, kind: str | None = None) -> str:
+    return ", ".join(sorted({r.source for r in _ours(rs, experiment, kind)}))
+
+
+def _law_for(rs, platform: str, experiment: str, kind: str | None, fit, without: str):
+    """(law, notes): fitted on the records of ``experiment`` (and ``kind``, None: any) in ``rs``, else on
+    the platform's shipped ones; None and a note ending in ``without`` where there are none or they give
+    no law."""
+    from calibration.records import load_shipped_records
+
+    source = rs if _ours(rs, experiment, kind) else load_shipped_records(experiment, platform)
+    if source is None or not _ours(source, experiment, kind):
+        what = f"experiment {experiment}" + (f", kind {kind}" if kind else "")
+        return None, [f"no duty records ({what}) for {platform}: {without}"]
+    try:
+        return fit(source, _sources(source, experiment, kind)), []
+    except PowerFitError as exc:
+        return None, [f"no clock law ({exc}): {without}"]
 
 
 def clock_law_for(rs, platform: str) -> tuple[ClockLaw | None, list[str]]:
-    """(law, notes): fitted on the duty records in ``rs``, else on the platform's shipped power records;
-    None and a note where there are none or they give no law."""
-    from calibration.records import load_shipped_records
+    """FA's law (:func:`fit_clock_law`) by :func:`_law_for`; its notes say every kernel runs at FA-only's clock."""
+    law, notes = _law_for(rs, platform, "power", None, fit_clock_law, "every kernel at FA-only's clock")
+    return law, [f"fa-a2a: {n}" for n in notes]
 
-    source = rs if any(r.experiment == "power" for r in rs.records) else load_shipped_records("power", platform)
-    if source is None:
-        return None, [f"fa-a2a: no duty records (experiment power) for {platform}: every kernel at FA-only's clock"]
-    try:
-        return _fit_on(source), []
-    except PowerFitError as exc:
-        return None, [f"fa-a2a: no clock law ({exc}): every kernel at FA-only's clock"]
+
+def moe_clock_law_for(rs, platform: str) -> tuple[MoEClockLaw | None, list[str]]:
+    """The MoE kernel's law (:func:`fit_moe_clock_law`, duty records of ``hwkernels.moe_duty``) by
+    :func:`_law_for`; its notes say the steady-state records are predicted at one clock."""
+    law, notes = _law_for(rs, platform, "moe", "duty", fit_moe_clock_law,
+                          "steady-state kernel records predicted at one clock (python -m hwkernels.moe_duty measures the law)")
+    return law, [f"moe: {n}" for n in notes]

@@ -1,6 +1,7 @@
 """The MoE kernel's own clock law: its fit on moe duty records and the schedules solved at the cap."""
 
 import json
+import math
 
 import pytest
 
@@ -118,3 +119,51 @@ def test_simulate_solves_both_schedules_between_anchor_and_ceiling():
         assert f0 <= got["predicted_mhz"] <= 1800.0
         assert got["compute_scale"] == pytest.approx(1800.0 / got["predicted_mhz"])
     assert out["speedup"] == pytest.approx(out["wave"]["kernel_us"] / out["interleaved"]["kernel_us"])
+
+
+def report_records(tmp_path, timing: str | None, with_law: bool) -> str:
+    """The moe report tests' two configs, timed ``timing``, beside duty records of both (or none)."""
+    from test_report_moe import record, stats, write_records
+
+    path = tmp_path / "moe.jsonl"
+    recs = [json.loads(line) for line in open(write_records(path))]
+    for r in recs:
+        if r["kind"] == "kernel" and timing:
+            r["params"]["timing"] = timing
+            r["stats"]["run_clock_mhz"] = stats(1500.0)
+    for config in ("moe1-qwen3-30b-bf16-zipf-4096", "not-a-scenario") if with_law else ():
+        for d in law_records():
+            if d["params"]["config"] == "a":
+                recs.append(record("duty", {**d["params"], "config": config}, d["stats"]))
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    return str(path)
+
+
+def run_report(capsys, path: str, *extra: str) -> tuple[dict, list[str]]:
+    """(the moe summary, the report's notes) of ``xsim report --json`` on ``path``."""
+    from xsim.cli import main
+
+    assert main(["report", "--experiment", "moe", "--records", path, "--platform", "h200-pcie-host",
+                 "--moe-spread-seeds", "1", "--json", *extra]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    return doc["experiments"]["moe"], doc["notes"]
+
+
+def test_report_predicts_steady_records_at_the_cap_by_the_records_law(capsys, tmp_path):
+    doc, notes = run_report(capsys, report_records(tmp_path, "steady", True))
+    assert notes == []
+    assert doc["configs_at_cap"] == ["moe1-qwen3-30b-bf16-zipf-4096", "not-a-scenario"]
+    assert doc["clock_law"]["beta"] == pytest.approx(0.7) and doc["clock_law"]["source"] == "moe.jsonl"
+    assert math.isfinite(doc["speedup_abs_err_max_fixed_clock"]) and math.isfinite(doc["clock_err_max_percent"])
+    fixed, _ = run_report(capsys, report_records(tmp_path, "steady", True), "--clock-law", "none")
+    assert "clock_law" not in fixed
+    assert fixed["speedup_abs_err_max"] == pytest.approx(doc["speedup_abs_err_max_fixed_clock"])
+
+
+def test_report_keeps_burst_records_at_one_clock_and_notes_a_missing_law(capsys, tmp_path, monkeypatch):
+    burst, notes = run_report(capsys, report_records(tmp_path, None, True))
+    assert "clock_law" not in burst and notes == []
+    monkeypatch.setattr("calibration.records.load_shipped_records", lambda *a, **k: None)
+    steady, notes = run_report(capsys, report_records(tmp_path, "steady", False))
+    assert "clock_law" not in steady
+    assert notes[0].startswith("moe: no duty records (experiment moe, kind duty) for h200-pcie-host")

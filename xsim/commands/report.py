@@ -68,7 +68,9 @@ def add_parser(sub):
                         "docs/fa-a2a-report.md, \"What a system-scope fence waits for\")")
     p.add_argument("--clock-law", choices=("records", "none"), default="records",
                    help="fa-a2a: the DES's kernels clock by the power cap's law fitted on the duty records "
-                        "(default; the records given, else the platform's shipped ones) or all at FA-only's clock")
+                        "(default; the records given, else the platform's shipped ones) or all at FA-only's clock; "
+                        "moe: kernels timed back to back (steady) predicted at the cap by the MoE kernel's own law "
+                        "(its duty records, given or shipped) or at one clock")
     p.add_argument("--moe-level", choices=("records", "predicted"), default="records",
                    help="moe: each schedule's compute level from the layer's records (default) or predicted from "
                         "the tile streams (the contention pre-pass: compute = contention, inflight, 3.8 TB/s)")
@@ -104,11 +106,14 @@ def _micro(rs, platform, args) -> Built:
 
 
 def _moe(rs, platform, args) -> Built:
+    from calibration.power import moe_clock_law_for
     from xsim.report import moe, moe_page
 
+    steady = any(r.params.get("timing") == "steady" for r in rs.select("moe", "kernel"))
+    law, law_notes = moe_clock_law_for(rs, platform.name) if steady and args.clock_law == "records" else (None, [])
     rep = moe.build(rs, platform, des=not args.no_des, paper_des=args.paper_des and not args.no_des,
                     compute=args.moe_compute, spread_seeds=args.moe_spread_seeds, spread_seed=args.moe_spread_seed,
-                    mainloop_pool=args.moe_mainloop_pool, level=args.moe_level)
+                    mainloop_pool=args.moe_mainloop_pool, level=args.moe_level, clock_law=law)
 
     def tables():
         rows = [[r.config, r.routing, r.measured["wave"]["kernel_us"], r.measured["interleaved"]["kernel_us"],
@@ -117,7 +122,7 @@ def _moe(rs, platform, args) -> Built:
         print_table(f"moe: measured beside predicted on {rep.platform.name}", rows,
                     ["config", "routing", "wave us", "int us", "speedup", "predicted", "selector"])
         print_table("moe summary", [(h.quantity, h.value) for h in moe_page.headline(rep)])
-    return Built(rep.summary, MOE_KEYS, moe_page.section(rep), tables)
+    return Built(rep.summary, MOE_KEYS, moe_page.section(rep), tables, tuple(law_notes))
 
 
 def _fa_a2a(rs, platform, args) -> Built:

@@ -87,21 +87,42 @@ def solve_schedule(law: MoEClockLaw, config: str, schedule: str, kernel_us) -> d
 
 def simulate(params: dict, config: str, platform: Platform, law: MoEClockLaw, engine: str = "fast",
              mainloop_records: list[dict] | None = None) -> dict:
-    """Both schedules of ``params`` at the cap: {schedule: solve_schedule's dict, "speedup": ...}."""
+    """Both schedules of ``params`` at the cap: {schedule: solve_schedule's dict and its DES
+    ``summary`` at the solved clock, "speedup": ...}."""
     from xsim.builders import moe as builder
 
     local = builder.without_link(platform)
     cache: dict = {}
 
-    def kernel_us(schedule: str, s: float, is_local: bool) -> float:
+    def run(schedule: str, s: float, is_local: bool) -> dict:
         key = (schedule, s, is_local)
         if key not in cache:
             p = {**params, "schedule": schedule, "compute_scale": s}
-            _, summary = builder.simulate(p, local if is_local else platform, engine, trace=False,
-                                          mainloop_records=mainloop_records)
-            cache[key] = summary["kernel_us"]
+            cache[key] = builder.simulate(p, local if is_local else platform, engine, trace=False,
+                                          mainloop_records=mainloop_records)[1]
         return cache[key]
 
-    out = {s: solve_schedule(law, config, s, lambda x, loc, s=s: kernel_us(s, x, loc)) for s in SCHEDULES}
+    out = {}
+    for schedule in SCHEDULES:
+        solved = solve_schedule(law, config, schedule, lambda x, loc, s=schedule: run(s, x, loc)["kernel_us"])
+        out[schedule] = {**solved, "summary": run(schedule, solved["compute_scale"], False)}
     out["speedup"] = out["wave"]["kernel_us"] / out["interleaved"]["kernel_us"]
+    return out
+
+
+def at_cap(fixed: dict, solved: dict) -> dict:
+    """The prediction at the cap in the shape of ``builder.simulate``'s two-schedule summary: ``fixed``
+    (that summary, one clock) with each schedule's distributions, the speedup and the selector's pick
+    from ``solved`` (:func:`simulate`), the fixed clock's speedup as ``speedup_fixed_clock`` and each
+    schedule's solve in ``clock``."""
+    from xsim.moe import selector
+
+    out = dict(fixed)
+    for s in SCHEDULES:
+        out[s] = {k: v for k, v in solved[s]["summary"].items() if k in fixed[s]}
+    out["speedup"], out["speedup_fixed_clock"] = solved["speedup"], fixed["speedup"]
+    out["clock"] = {s: {k: v for k, v in solved[s].items() if k != "summary"} for s in SCHEDULES}
+    loc = {s: selector.Locality(**fixed["selector"][s]) for s in SCHEDULES}
+    out["selector"] = selector.pick(out["wave"]["kernel_us"], out["interleaved"]["kernel_us"],
+                                    loc["wave"], loc["interleaved"]).to_dict()
     return out

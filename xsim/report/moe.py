@@ -24,6 +24,8 @@ import numpy as np
 
 from xsim.builders import moe as builder
 from xsim.builders.moe import without_link
+from xsim.moe import clocked
+from xsim.moe.clocked import MoEClockLaw
 from xsim.params import resolve
 from xsim.platform import Platform
 from xsim.report.moe_paper import paper_table2
@@ -84,7 +86,7 @@ def _measured(records) -> dict:
             "kernel_us": _median(r, "kernel_us"), "span": _stats(r, "span_us"), "stall": _stats(r, "stall_us"),
             "wait": _stats(r, "wait_us"),
             "l1_mainloop_us": _median(r, "l1_mainloop_us"), "l2_mainloop_us": _median(r, "l2_mainloop_us"),
-            "lead": p.get("lead"), "params": dict(p), "where": r.where}
+            "run_clock_mhz": _median(r, "run_clock_mhz"), "lead": p.get("lead"), "params": dict(p), "where": r.where}
     return out
 
 
@@ -157,18 +159,22 @@ LEVELS = ("records", "predicted")
 
 def build(rs, platform: Platform, des: bool = True, paper_des: bool = False,
           engine: str = "fast", compute: str | None = None, spread_seeds: int | None = None,
-          spread_seed: int = 0, mainloop_pool: str | None = None, level: str = "records") -> MoEReport:
+          spread_seed: int = 0, mainloop_pool: str | None = None, level: str = "records",
+          clock_law: MoEClockLaw | None = None) -> MoEReport:
     """Every measured config beside its prediction, the GEMM check, the paper's Table 2 rows
     (``compute``, ``mainloop_pool``: the builder's for every config instead of the scenario's;
     ``spread_seeds`` seeds from ``spread_seed`` on, default :data:`SPREAD_SEEDS`, averaged: a
     prediction that is one draw of the per-tile spread is itself noisy; ``level`` "predicted":
-    :data:`PREDICTED_LEVEL` for every config, before ``compute`` and ``mainloop_pool``)."""
+    :data:`PREDICTED_LEVEL` for every config, before ``compute`` and ``mainloop_pool``). With a
+    ``clock_law``, a config measured back to back (``timing`` "steady": at the power cap) is predicted
+    at the cap, each schedule at its own solved clock (:mod:`xsim.moe.clocked`); a burst-timed one,
+    whose launches never reach the cap, at one clock as without it."""
     if level not in LEVELS:
         raise ValueError(f'"level" must be one of {", ".join(LEVELS)}, got {level!r}')
     mainloops = [r.data for r in rs.select("moe", "mainloop")]
     measured = _measured(rs.select("moe", "kernel"))
     local = _measured(rs.select("moe", "kernel_local"))
-    rows = []
+    rows, at_cap = [], {"at_cap": [], "without_law": []}
     for config in sorted(measured):
         m = measured[config]
         if not all(s in m for s in SCHEDULES):
@@ -186,6 +192,8 @@ def build(rs, platform: Platform, des: bool = True, paper_des: bool = False,
         row.closed_form = builder.predict(params, platform, mainloops or None)
         if des:
             _, row.predicted = builder.simulate(params, platform, engine, trace=False, mainloop_records=mainloops or None)
+            if clock_law is not None and _steady(m):
+                _predict_at_cap(row, params, platform, clock_law, engine, mainloops or None, at_cap)
             if config in local:
                 _, row.predicted_local = builder.simulate(params, without_link(platform), engine, trace=False,
                                                           mainloop_records=mainloops or None)
@@ -195,8 +203,38 @@ def build(rs, platform: Platform, des: bool = True, paper_des: bool = False,
     summary = _summary(rows, gemm, paper, platform, mainloops, des)
     summary.update(batched_gemm(_gemm(rs.select("moe", "gemm_batched"))))
     summary["moe_level"] = level
+    if clock_law is not None:
+        summary.update(clock_summary(rows, clock_law, at_cap))
     summary["spread_seeds"] = [spread_seed, spread_seed + (SPREAD_SEEDS if spread_seeds is None else spread_seeds) - 1]
     return MoEReport(platform, rows, gemm, paper, summary)
+
+
+def _steady(measured: dict) -> bool:
+    return all(measured[s]["params"].get("timing") == "steady" for s in SCHEDULES)
+
+
+def _predict_at_cap(row, params, platform, law, engine, mainloops, seen: dict) -> None:
+    """``row.predicted`` at the cap where the law covers the config (else noted in ``seen``)."""
+    try:
+        solved = clocked.simulate(params, row.config, platform, law, engine, mainloops)
+    except ValueError:
+        seen["without_law"].append(row.config)
+        return
+    row.predicted = clocked.at_cap(row.predicted, solved)
+    seen["at_cap"].append(row.config)
+
+
+def clock_summary(rows: list[ConfigRow], law: MoEClockLaw, seen: dict) -> dict:
+    """The law, the configs predicted at the cap, their speedup error at one clock beside it and the
+    predicted clocks against the kernels' own (CLK) clocks."""
+    capped = [r for r in rows if r.config in seen["at_cap"]]
+    fixed = [abs(r.predicted["speedup_fixed_clock"] - r.speedup_measured) for r in capped]
+    clocks = [abs(r.predicted["clock"][s]["predicted_mhz"] / r.measured[s]["run_clock_mhz"] - 1) for r in capped
+              for s in SCHEDULES if math.isfinite(r.measured[s]["run_clock_mhz"])]
+    return {"clock_law": law.to_dict(), "configs_at_cap": seen["at_cap"], "configs_without_law": seen["without_law"],
+            "speedup_abs_err_max_fixed_clock": float(max(fixed)) if fixed else math.nan,
+            "clock_err_max_percent": 100.0 * float(max(clocks)) if clocks else math.nan,
+            "clock_err_mean_percent": 100.0 * float(np.mean(clocks)) if clocks else math.nan}
 
 
 def kernel_time_errors(rows: list[ConfigRow]) -> dict:

@@ -19,6 +19,8 @@ KEYS = (("n_configs", "configs measured (both schedules)"),
         ("gemm_batched_vs_cublas_min", "diagnostic: the same shapes batched over experts, vs batched cuBLAS"),
         ("kernel_time_mape", "predicted vs measured kernel times over the link, mean error (%)"),
         ("kernel_time_mape_local", "the same for the local-Combine control, DES without the link (%)"))
+AT_CAP_KEYS = (("speedup_abs_err_max_fixed_clock", "largest speedup error of the same DES at one clock"),
+               ("clock_err_max_percent", "predicted vs measured SM clock at the cap, largest error (%)"))
 CAPTIONS = {
     "moe_fig8_speedup": "Read each config's measured speedup of the interleaved schedule over expert waves "
                         "beside the DES prediction: the paper's Fig. 8 for our hardware; eq. 14 says where a "
@@ -41,7 +43,10 @@ def _pair(values) -> str:
 
 
 def headline(rep: MoEReport) -> list[Headline]:
-    return [Headline(label, _fmt(rep.summary[key]), key) for key, label in KEYS]
+    """The headline rows; with configs predicted at the power cap (a MoE clock law, steady records), also
+    the fixed clock's error and the clocks' beside them."""
+    keys = KEYS + (AT_CAP_KEYS if rep.summary.get("configs_at_cap") else ())
+    return [Headline(label, _fmt(rep.summary[key]), key) for key, label in keys]
 
 
 def _table2(rep: MoEReport) -> str:
@@ -60,13 +65,22 @@ def _paper(rep: MoEReport) -> str:
     return table_html(PAPER_HEADER, rows)
 
 
+def _law_meta(summary: dict) -> str:
+    law = summary.get("clock_law")
+    if not law:
+        return ""
+    missing = summary["configs_without_law"]
+    return (f"; {len(summary['configs_at_cap'])} steady configs predicted at the power cap (MoE clock law, "
+            f"beta {law['beta']:.3f}, {law['source']})" + (f", {len(missing)} without a law at one clock" if missing else ""))
+
+
 def section(rep: MoEReport) -> Section:
     figures = [Figure("moe_fig8_speedup", speedup_figure(rep), CAPTIONS["moe_fig8_speedup"]),
                Figure("moe_fig10_span", span_figure(rep), CAPTIONS["moe_fig10_span"])] if rep.rows else []
     return Section(
         title=f"moe: fused MoE layer, expert waves vs interleaved, predicted vs measured on {rep.platform.name}",
         meta=f"compute model {', '.join(rep.summary['compute_model']) or 'roofline'}; "
-             f"{rep.summary['n_mainloop_records']} mainloop records",
+             f"{rep.summary['n_mainloop_records']} mainloop records" + _law_meta(rep.summary),
         headline=headline(rep), figures=figures,
         details=[Details("Table 2 for our hardware (us; w/i = wave/interleaved medians, waits are means)",
                          _table2(rep)),
