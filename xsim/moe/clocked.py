@@ -45,6 +45,11 @@ class MoEClockLaw:
         if any(not (f > 0) for _, f in self.ceilings + self.anchors):
             raise ValueError("a MoE clock law's ceilings and anchors need MHz > 0")
 
+    def covers(self, config: str) -> bool:
+        """Whether the law has the config's ceiling and both schedules' anchors."""
+        anchors = dict(self.anchors)
+        return config in dict(self.ceilings) and all((config, s) in anchors for s in SCHEDULES)
+
     def ceiling_mhz(self, config: str) -> float:
         try:
             return dict(self.ceilings)[config]

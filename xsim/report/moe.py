@@ -174,7 +174,7 @@ def build(rs, platform: Platform, des: bool = True, paper_des: bool = False,
     mainloops = [r.data for r in rs.select("moe", "mainloop")]
     measured = _measured(rs.select("moe", "kernel"))
     local = _measured(rs.select("moe", "kernel_local"))
-    rows, at_cap = [], {"at_cap": [], "without_law": []}
+    rows = []
     for config in sorted(measured):
         m = measured[config]
         if not all(s in m for s in SCHEDULES):
@@ -192,8 +192,9 @@ def build(rs, platform: Platform, des: bool = True, paper_des: bool = False,
         row.closed_form = builder.predict(params, platform, mainloops or None)
         if des:
             _, row.predicted = builder.simulate(params, platform, engine, trace=False, mainloop_records=mainloops or None)
-            if clock_law is not None and _steady(m):
-                _predict_at_cap(row, params, platform, clock_law, engine, mainloops or None, at_cap)
+            if clock_law is not None and _steady(m) and clock_law.covers(config):
+                solved = clocked.simulate(params, config, platform, clock_law, engine, mainloops or None)
+                row.predicted = clocked.at_cap(row.predicted, solved)
             if config in local:
                 _, row.predicted_local = builder.simulate(params, without_link(platform), engine, trace=False,
                                                           mainloop_records=mainloops or None)
@@ -204,7 +205,7 @@ def build(rs, platform: Platform, des: bool = True, paper_des: bool = False,
     summary.update(batched_gemm(_gemm(rs.select("moe", "gemm_batched"))))
     summary["moe_level"] = level
     if clock_law is not None:
-        summary.update(clock_summary(rows, clock_law, at_cap))
+        summary.update(clock_summary(rows, clock_law))
     summary["spread_seeds"] = [spread_seed, spread_seed + (SPREAD_SEEDS if spread_seeds is None else spread_seeds) - 1]
     return MoEReport(platform, rows, gemm, paper, summary)
 
@@ -213,25 +214,15 @@ def _steady(measured: dict) -> bool:
     return all(measured[s]["params"].get("timing") == "steady" for s in SCHEDULES)
 
 
-def _predict_at_cap(row, params, platform, law, engine, mainloops, seen: dict) -> None:
-    """``row.predicted`` at the cap where the law covers the config (else noted in ``seen``)."""
-    try:
-        solved = clocked.simulate(params, row.config, platform, law, engine, mainloops)
-    except ValueError:
-        seen["without_law"].append(row.config)
-        return
-    row.predicted = clocked.at_cap(row.predicted, solved)
-    seen["at_cap"].append(row.config)
-
-
-def clock_summary(rows: list[ConfigRow], law: MoEClockLaw, seen: dict) -> dict:
-    """The law, the configs predicted at the cap, their speedup error at one clock beside it and the
-    predicted clocks against the kernels' own (CLK) clocks."""
-    capped = [r for r in rows if r.config in seen["at_cap"]]
+def clock_summary(rows: list[ConfigRow], law: MoEClockLaw) -> dict:
+    """The law, the configs predicted at the cap (and the steady ones it does not cover), their speedup
+    error at one clock beside it and the predicted clocks against the kernels' own (CLK) clocks."""
+    capped = [r for r in rows if "clock" in r.predicted]
+    uncovered = [r.config for r in rows if _steady(r.measured) and not law.covers(r.config)]
     fixed = [abs(r.predicted["speedup_fixed_clock"] - r.speedup_measured) for r in capped]
     clocks = [abs(r.predicted["clock"][s]["predicted_mhz"] / r.measured[s]["run_clock_mhz"] - 1) for r in capped
               for s in SCHEDULES if math.isfinite(r.measured[s]["run_clock_mhz"])]
-    return {"clock_law": law.to_dict(), "configs_at_cap": seen["at_cap"], "configs_without_law": seen["without_law"],
+    return {"clock_law": law.to_dict(), "configs_at_cap": [r.config for r in capped], "configs_without_law": uncovered,
             "speedup_abs_err_max_fixed_clock": float(max(fixed)) if fixed else math.nan,
             "clock_err_max_percent": 100.0 * float(max(clocks)) if clocks else math.nan,
             "clock_err_mean_percent": 100.0 * float(np.mean(clocks)) if clocks else math.nan}
