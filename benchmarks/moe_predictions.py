@@ -1,4 +1,5 @@
-"""Predictions for the fused MoE on N GPUs (issues 13, 14), committed before anyone measures them.
+"""Predictions for the fused MoE on N GPUs (issues 13, 14) and on a newly calibrated one-GPU host
+platform (``h100-pcie-host``), committed before anyone measures them.
 
 For each case the DES (fast engine) runs both schedules of every config and the selector:
 - ``h200-nvlink-x2`` at EP = 2 and EP = 8: the one-GPU catalog's shapes (tokens per rank as on
@@ -11,7 +12,8 @@ What a later measurement tests is the speedup per config and the selector's pick
 absolute kernel time of a GPU we have not measured.
 
     PYTHONPATH=. python benchmarks/moe_predictions.py [--cases NAME,...]
-writes benchmarks/results/moe_predictions_<platform>_ep<N>.json (atomically) and a summary table.
+writes benchmarks/results/moe_predictions_<platform>_ep<N>.json (atomically) and a summary table
+(``moe_predictions.txt`` for the default cases, ``moe_predictions_<cases>.txt`` for others).
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from xsim.builders import moe  # noqa: E402
 from xsim.moe import catalog  # noqa: E402
 from xsim.params import resolve  # noqa: E402
 from xsim.platform import resolve_platform  # noqa: E402
+from xsim.report.moe import SPREAD_SEEDS  # noqa: E402
+from xsim.scenario import load_scenario  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MAINLOOP_RECORDS = ROOT / "calibration" / "records" / "h200-pcie-host-moe.jsonl"
@@ -41,7 +45,12 @@ CASES = {
     "h200-nvlink-x2_ep2": ("h200-nvlink-x2", 2, "one-gpu"),
     "h200-nvlink-x2_ep8": ("h200-nvlink-x2", 8, "one-gpu"),
     "paper-8gpu_ep8": ("paper-8gpu", 8, "paper"),
+    # one H100 over its host link: the shipped one-GPU scenarios as they stand, predicted as
+    # ``xsim report --experiment moe`` predicts them (spread seeds averaged), on the H100's own
+    # profile and mainloop records (calibration/records/h100-pcie-host-*.jsonl)
+    "h100-pcie-host_ep1": ("h100-pcie-host", 1, "host"),
 }
+MULTI_GPU = ("h200-nvlink-x2_ep2", "h200-nvlink-x2_ep8", "paper-8gpu_ep8")   # the default: issues 13, 14
 
 
 def entries(kind: str, ep: int):
@@ -52,6 +61,8 @@ def entries(kind: str, ep: int):
 
 
 def case_params(entry, kind: str) -> dict:
+    if kind == "host":      # the scenario file itself, as the report reads it
+        return {**load_scenario(entry.name).params, "schedule": "both", "spread_seeds": SPREAD_SEEDS}
     p = catalog.params(entry)
     if kind == "one-gpu":   # the one-GPU kernel's tiling and its measured mainloops, on more GPUs
         p.update(catalog.ONE_GPU_TILING, mainloop_records=str(MAINLOOP_RECORDS))
@@ -84,7 +95,7 @@ def write_atomic(path: Path, text: str) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--cases", default=",".join(MULTI_GPU))
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -97,7 +108,9 @@ def main() -> None:
         lines += [f"  {r['config']:44s} {r['speedup']:6.3f}  pick {r['selector']}" for r in doc["rows"]]
     text = "\n".join(lines) + "\n"
     print(text, end="")
-    write_atomic(args.out / "moe_predictions.txt", text)
+    names = args.cases.split(",")
+    summary = "moe_predictions.txt" if names == list(MULTI_GPU) else f"moe_predictions_{'_'.join(names)}.txt"
+    write_atomic(args.out / summary, text)
 
 
 if __name__ == "__main__":

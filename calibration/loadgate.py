@@ -21,11 +21,12 @@ stored nothing). Three more groups are reported, never fitted: CTAs that loaded 
 (bystanders, co-resident loaders, a late point whose set A stored nothing), the controls (stores
 into local HBM, a fence before the loads), where no gate applies, and "rerun" (points of the
 old suite measured again in a late run, beside it). A point's B = 0 reference is from the same
-commit (the same run).
+run (:func:`_runs`: a commit's records in file order, a new run where a launch shape repeats).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -98,15 +99,16 @@ def points(rs: RecordSet) -> list[GatePoint]:
     recs = [r for r in rs.records if r.experiment == EXPERIMENT]
     if not recs:
         raise RecordError("no loadgate records")
+    run = _runs(recs)
     index = {}
     for r in recs:
         p = r.params
-        index.setdefault(_ref_key(r, p["variant"], p["burst_bytes"], p.get("late_bytes", 0)), r)
-    late_runs = {r.data.get("commit") for r in recs if r.params["variant"] in LATE_VARIANTS}
+        index.setdefault(_ref_key(r, run[id(r)], p["variant"], p["burst_bytes"], p.get("late_bytes", 0)), r)
+    late_runs = {run[id(r)] for r in recs if r.params["variant"] in LATE_VARIANTS}
 
     def base_of(r: Record, variant: str, stat: str) -> tuple:
         p = r.params
-        ref = index.get(_ref_key(r, variant, 0, 0))
+        ref = index.get(_ref_key(r, run[id(r)], variant, 0, 0))
         if ref is None:
             raise RecordError(f"{r.where}: no B = 0 {variant} point for K={p['ctas']}, L={p['load_bytes']}"
                               f" at commit {r.data.get('commit')}")
@@ -138,7 +140,7 @@ def points(rs: RecordSet) -> list[GatePoint]:
         key = f"{v}_K{k}_B{b // 1024}K_L{p['load_bytes'] // 1024}K" + (f"_G{p['gap_us']:g}" if p["gap_us"] else "") \
             + ("_tma" if p["load"] == "tma" else "") + (f"_S{p['producers']}" if v == "bystander" else "") \
             + (_late_key(p) if v in LATE_VARIANTS else "")
-        rerun = r.data.get("commit") in late_runs
+        rerun = run[id(r)] in late_runs
         key += "_rerun" if rerun and v not in LATE_VARIANTS else ""
         out.append(GatePoint(key, _group(p, rerun), shape, who, stat, _stats(r, stat), base, r.where))
         if v == "bystander":
@@ -147,12 +149,27 @@ def points(rs: RecordSet) -> list[GatePoint]:
     return out
 
 
-def _ref_key(r: Record, variant: str, burst_bytes: int, late_bytes: int) -> tuple:
-    """A point's launch shape, of the same commit (run); the late variants also by their storers."""
+def _ref_key(r: Record, run: tuple, variant: str, burst_bytes: int, late_bytes: int) -> tuple:
+    """A point's launch shape, of the same run; the late variants also by their storers."""
     p = r.params
     storers = p["producers"] if variant in LATE_VARIANTS else None
-    return (r.data.get("commit"), variant, p["ctas"], burst_bytes, p["load_bytes"], p["load"],
+    return (run, variant, p["ctas"], burst_bytes, p["load_bytes"], p["load"],
             p["gap_us"] if burst_bytes else 0.0, storers, late_bytes)
+
+
+def _runs(recs: list[Record]) -> dict:
+    """Each record's run, ``(commit, n)``: the runner appends a run's points in order, each launch
+    (its params) once, so at one commit a launch seen again starts the next run (two suites measured
+    in one call at one commit, the full one and then the late one, are two runs; so is a repeat)."""
+    out, seen, count = {}, {}, {}
+    for r in recs:
+        commit, launch = r.data.get("commit"), json.dumps(r.params, sort_keys=True)
+        if launch in seen.setdefault(commit, set()):
+            count[commit] = count.get(commit, 0) + 1
+            seen[commit] = set()
+        seen[commit].add(launch)
+        out[id(r)] = (commit, count.get(commit, 0))
+    return out
 
 
 def _late_key(p: dict) -> str:

@@ -16,7 +16,7 @@ import numpy as np
 
 from xsim.closedform.megamoe import schedule_spans
 from xsim.moe import metrics, selector
-from xsim.moe.compute import mainloop_model
+from xsim.moe.compute import gpu_of, mainloop_model
 from xsim.moe.des_workload import RELEASES, mblock_remote_rows, tile_workload
 from xsim.moe.layout import expert_layout
 from xsim.moe.routing import ROUTINGS, route
@@ -192,8 +192,7 @@ class Config:
         return np.where(table.tiles[:, 0] == L2, per_mblock[table.tiles[:, 2]], 0.0)
 
     def locality(self, table, result):
-        key = "b200" if self.platform.name.startswith("paper") else "h200"
-        capacity = self.params["l2_cache_bytes"] or selector.L2_CACHE_BYTES[key]
+        capacity = self.params["l2_cache_bytes"] or selector.L2_CACHE_BYTES[gpu_of(self.platform.name)]
         return selector.locality(self.shape, table.tiles, result, capacity, self.model.peaks["hbm_tbps"])
 
 

@@ -34,6 +34,9 @@ ROOFLINE_PEAKS = {
     # NVIDIA H200 SXM datasheet, dense (no sparsity): 989 TFLOP/s bf16 is the boost figure; the
     # brief fixes 790 bf16 / 1580 fp8 (sustained) and 4.3 TB/s of the 4.8 TB/s HBM3e.
     "h200": {"bf16": 790.0, "fp8": 1580.0, "hbm_tbps": 4.3},
+    # NVIDIA H100 SXM (80 GB HBM3): the H200's SMs and clocks (the same matrix rate measured on the
+    # lent machines, 798 against 788 TFLOP/s bf16), the device-to-device copy measured there, 3.0 TB/s.
+    "h100": {"bf16": 790.0, "fp8": 1580.0, "hbm_tbps": 3.0},
     # The paper's 148-SM GPU (Sec. 5.1), assumed B200-class: 2.25 PFLOP/s bf16, 4.5 PFLOP/s fp8
     # dense, 8 TB/s HBM3e (NVIDIA B200 datasheet). An assumption, not a measurement.
     "b200": {"bf16": 2250.0, "fp8": 4500.0, "hbm_tbps": 8.0},
@@ -144,8 +147,16 @@ def roofline_tile_us(shape: MoEShape, kind: str, peaks: dict, sms: int, weight_r
     return max(flop_us, byte_us)
 
 
+def gpu_of(platform_name: str) -> str:
+    """The GPU a platform runs on, the key of :data:`ROOFLINE_PEAKS` and the selector's L2 sizes:
+    ``paper-*`` is the paper's (B200-class) GPU, ``h100-*`` an H100, every other an H200."""
+    if platform_name.startswith("paper"):
+        return "b200"
+    return "h100" if platform_name.startswith("h100") else "h200"
+
+
 def peaks_for(platform_name: str) -> dict:
-    return ROOFLINE_PEAKS["b200" if platform_name.startswith("paper") else "h200"]
+    return ROOFLINE_PEAKS[gpu_of(platform_name)]
 
 
 POOLS = ("layer", "shape", "schedule")

@@ -22,7 +22,8 @@ import numpy as np
 from xsim.moe.des_workload import FENCE
 from xsim.moe.shapes import MoEShape
 
-L2_CACHE_BYTES = {"h200": 60e6, "b200": 126e6}   # brief: 60 MB of an H200; B200-class assumed 126 MB
+# brief: 60 MB of an H200; 50 MB of an H100 (PyTorch's reading on the lent machine); B200-class assumed 126 MB
+L2_CACHE_BYTES = {"h200": 60e6, "h100": 50e6, "b200": 126e6}
 
 
 @dataclass(frozen=True)
