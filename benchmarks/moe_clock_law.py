@@ -10,11 +10,14 @@ Nothing in it is a measured time over the link. Per steady run and config: the m
 clocks (CLK) of both schedules beside the predicted ones, the speedup measured, at the cap and at
 one clock.
 
-    PYTHONPATH=. python benchmarks/moe_clock_law.py [STEADY.jsonl ...]   # writes benchmarks/results/moe_clock_law.txt
+    PYTHONPATH=. python benchmarks/moe_clock_law.py [--platform NAME] [STEADY.jsonl ...]
+writes benchmarks/results/moe_clock_law.txt (moe_clock_law_<platform>.txt for a platform other than
+h200-pcie-host); the steady runs default to the platform's shipped ``repeats/<platform>-moe-kernels-steady-*``.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -27,13 +30,18 @@ from provenance import commit_note  # noqa: E402  benchmarks/ is the script's fo
 from calibration.power import moe_clock_law_for  # noqa: E402
 from calibration.records import RecordError, load_records  # noqa: E402
 from xsim.fileio import atomic_write  # noqa: E402
-from xsim.platform import resolve_platform  # noqa: E402
+from xsim.platform import ProfileError, resolve_platform  # noqa: E402
 from xsim.report import moe  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 REPEATS = ROOT / "calibration" / "records" / "repeats"
-STEADY = sorted(REPEATS.glob("h200-pcie-host-moe-kernels-steady-*.jsonl"))
-OUT = ROOT / "benchmarks" / "results" / "moe_clock_law.txt"
+PLATFORM = "h200-pcie-host"
+
+
+def outputs(platform: str) -> tuple[list[Path], Path]:
+    """The platform's shipped steady runs and the result file."""
+    name = "moe_clock_law.txt" if platform == PLATFORM else f"moe_clock_law_{platform}.txt"
+    return sorted(REPEATS.glob(f"{platform}-moe-kernels-steady-*.jsonl")), ROOT / "benchmarks" / "results" / name
 
 
 def _pair(values) -> str:
@@ -70,11 +78,16 @@ def table(rep) -> list[str]:
 
 
 def main(argv=None) -> int:
-    paths = [Path(p) for p in (argv if argv is not None else sys.argv[1:])] or STEADY
-    platform = resolve_platform("h200-pcie-host")
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--platform", default=PLATFORM)
+    ap.add_argument("steady", nargs="*", type=Path)
+    args = ap.parse_args(argv)
+    shipped, out = outputs(args.platform)
+    paths = args.steady or shipped
     try:
+        platform = resolve_platform(args.platform)
         runs = [(path, load_records([path])) for path in paths]
-    except (OSError, RecordError) as exc:
+    except (OSError, RecordError, ProfileError) as exc:
         print(f"moe_clock_law: {exc}", file=sys.stderr)
         return 2
     law, notes = moe_clock_law_for(runs[0][1], platform.name)
@@ -87,7 +100,7 @@ def main(argv=None) -> int:
         rep = moe.build(rs, platform, clock_law=law)
         lines += ["", f"## {path.name}", "", *table(rep)]
     text = "\n".join(lines) + "\n"
-    atomic_write(OUT, text, "result")
+    atomic_write(out, text, "result")
     print(text, end="")
     return 0
 

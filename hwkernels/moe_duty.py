@@ -177,7 +177,9 @@ def main(argv=None) -> int:
             print(f"{cfg.name}: skipped (time budget)", flush=True)
             continue
         if plat is None:
-            plat = platform(1, smi_sm_clock_mhz(), 0, 1, destination="local")
+            # the machine as every host-link record names it (Combine stays local: params say so);
+            # "local" named no link here (nvidia-smi topo's CPU affinity on one GPU, "0-15")
+            plat = platform(1, smi_sm_clock_mhz(), 0, 1, destination="host")
         got = run_config(cfg, args, commit, dirty, smi, device, sms, plat)
         rows += got
         all_ok &= all(ok for *_, ok, _ in got)

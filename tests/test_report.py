@@ -91,10 +91,11 @@ def test_report_without_records_for_the_experiment_exits_2(capsys, experiment):
 def test_report_all_shipped_platforms_on_one_page(capsys, tmp_path):
     """Without --platform: every shipped platform with records, a section per (platform, experiment)."""
     doc = _json(capsys, "report", "--no-des", "--json")
-    assert set(doc["platforms"]) == {"h200-nvlink-x2", "h200-pcie-host"}
-    host = doc["platforms"]["h200-pcie-host"]
-    assert set(host["experiments"]) == {"micro", "moe", "fa-a2a"} and 50 < host["drain_rate_gbps"] < 55
-    assert host["n_configs"] >= 16 and host["m_ub_star_predicted"] > 0
+    assert set(doc["platforms"]) == {"h200-nvlink-x2", "h200-pcie-host", "h100-pcie-host"}
+    for name in ("h200-pcie-host", "h100-pcie-host"):      # one GPU each, over its host link
+        host = doc["platforms"][name]
+        assert set(host["experiments"]) == {"micro", "moe", "fa-a2a"} and 50 < host["drain_rate_gbps"] < 55
+        assert host["n_configs"] >= 16 and host["m_ub_star_predicted"] > 0
     assert "note" in doc["platforms"]["h200-nvlink-x2"]["experiments"]["moe"]
 
 
