@@ -33,7 +33,7 @@ def test_calibrate_writes_a_loadable_profile_twice_identically(synthetic_file, t
     assert pv["fit"]["drain_rate"]["parameters"]["drain_rate_gbps"]["ci95"][0] < platform.drain_rate_gbps
 
 
-@pytest.mark.parametrize("name", ["h200-nvlink-x2", "h200-pcie-host"])
+@pytest.mark.parametrize("name", ["h200-nvlink-x2", "h200-pcie-host", "h100-pcie-host"])
 def test_calibrate_reproduces_the_shipped_profiles_byte_for_byte(tmp_path, name):
     """Calibrate once from the committed records (and the traces beside them): the shipped profile."""
     records = resources.files("calibration") / "records" / f"{name}-micro.jsonl"

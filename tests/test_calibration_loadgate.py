@@ -51,6 +51,22 @@ def test_shipped_points_have_their_references():
     assert late.base[0] == pytest.approx(10.5, abs=0.5)   # its own run's reference: 66 CTAs load, none stored
 
 
+def test_two_suites_at_one_commit_are_two_runs():
+    """The H100's full and late suites ran in one call at one commit: the late run's old points are
+    still reruns, and each point's B = 0 reference is its own run's (file order, a launch seen again)."""
+    pts = points(load_records([RECORDS / "h100-pcie-host-loadgate.jsonl"]))
+    groups = {g: sum(p.group == g for p in pts) for g in {p.group for p in pts}}
+    assert groups["fit"] == 2 * 3 * 5 and groups["rerun"] == 4 and groups["fit-late"] == 5
+    recs = [_record("main", 16, 0, 256 * KIB, 10.0), _record("main", 16, 32 * KIB, 256 * KIB, 20.0),
+            _record("main", 16, 0, 256 * KIB, 12.0), _record("main", 16, 32 * KIB, 256 * KIB, 30.0),
+            _record("late", 132, 0, 256 * KIB, 11.0, storers=66)]
+    for r in recs[4:]:
+        r["params"].update(late_ctas=66, late_bytes=0, late_delay_us=0.0, late_bursts=1, late_spin_us=0.0)
+    rs = parse_texts([("x.jsonl", "\n".join(json.dumps(r) for r in recs).encode())])
+    got = {(p.key, p.group): (p.measured[0], p.base[0]) for p in points(rs)}
+    assert got == {("main_K16_B32K_L256K", "fit"): (20.0, 10.0), ("main_K16_B32K_L256K_rerun", "rerun"): (30.0, 12.0)}
+
+
 def test_late_shape_tells_the_scopes_apart():
     """Set C stores after A's loads began to wait: fifo ignores C's bytes, link waits for them too."""
     platform = resolve_platform("h200-pcie-host")

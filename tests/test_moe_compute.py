@@ -162,3 +162,14 @@ def test_the_schedule_pool_gives_each_schedule_its_own_mean_and_spread():
     assert mainloop_model("x", 132, records=recs).schedule_mainloop(SHAPE, "l2", "wave")[0] == pytest.approx(6.0)
     with pytest.raises(ValueError, match='"pool" must be one of'):
         mainloop_model("x", 132, records=recs, pool="config")
+
+
+def test_each_platform_reads_its_own_gpu():
+    """The roofline and the selector's L2 follow the platform's GPU: an H100 is not an H200."""
+    from xsim.moe.compute import ROOFLINE_PEAKS, gpu_of, peaks_for
+    from xsim.moe.selector import L2_CACHE_BYTES
+
+    assert [gpu_of(n) for n in ("h200-pcie-host", "h200-nvlink-x2", "h100-pcie-host", "paper-8gpu")] == \
+        ["h200", "h200", "h100", "b200"]
+    assert peaks_for("h100-pcie-host")["hbm_tbps"] < peaks_for("h200-pcie-host")["hbm_tbps"]
+    assert set(ROOFLINE_PEAKS) == set(L2_CACHE_BYTES) and L2_CACHE_BYTES["h100"] < L2_CACHE_BYTES["h200"]
