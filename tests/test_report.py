@@ -150,6 +150,8 @@ def test_records_without_platform_take_the_platform_measured_on_their_link(tmp_p
     nvlink = load_records(["calibration/records/h200-nvlink-x2-micro.jsonl"])
     assert _platform_of(host, platforms) == "h200-pcie-host"
     assert _platform_of(nvlink, platforms) == "h200-nvlink-x2"
+    h100 = load_records(["calibration/records/h100-pcie-host-micro.jsonl"])   # the same link, another GPU
+    assert _platform_of(h100, platforms) == "h100-pcie-host"
     path = tmp_path / "syn.jsonl"
     write_jsonl(synthetic_records(plan=small_plan()), path)
     assert _platform_of(load_records([path]), platforms) is None     # link "none": the default

@@ -150,14 +150,16 @@ def _note(experiment: str, platform: str | None = None) -> str:
 
 
 def _platform_of(rs, platforms) -> str | None:
-    """The shipped platform measured on the records' link and GPU count (``--records`` without
+    """The shipped platform measured on the records' link, GPU count and GPU (``--records`` without
     ``--platform``; predicting host-link records with the NVLink profile would be silently
     wrong); None (the default platform) when no shipped platform was measured there."""
     from calibration.records import RecordError
 
-    link, count = rs.platform.get("link"), rs.platform.get("gpu_count")
+    link, count, gpu = rs.platform.get("link"), rs.platform.get("gpu_count"), rs.platform.get("gpu")
     names = sorted(n for n, p in platforms.items()
                    if (m := p.provenance.get("measured_on", {})).get("link") == link and m.get("gpu_count") == count)
+    if len(names) > 1:   # one link, several GPUs measured on it (one H200, one H100): the records' GPU
+        names = [n for n in names if platforms[n].provenance["measured_on"].get("gpu") == gpu] or names
     if len(names) > 1:
         raise RecordError(f"records measured on {link!r} x {count} GPUs match platforms {', '.join(names)}: "
                           f"give --platform")
@@ -167,6 +169,7 @@ def _platform_of(rs, platforms) -> str | None:
 def _targets(args, wanted) -> list[tuple[object, object]]:
     """(platform, records) pairs to report on."""
     from calibration.records import RecordError, load_records, load_shipped_records, shipped_record_files
+    from xsim.moe.catalog import HOST_PROFILE
     from xsim.platform import DEFAULT_PLATFORM, shipped_platforms
 
     if args.records:
@@ -184,7 +187,11 @@ def _targets(args, wanted) -> list[tuple[object, object]]:
              if (rs := load_shipped_records(platform=p)) is not None and set(wanted) & set(rs.experiments)]
     if not found:
         raise RecordError(_note(wanted[0]) if len(wanted) == 1 else "no records shipped in calibration/records/")
-    if len(wanted) == 1:   # one experiment: the default platform if it has it, else the only one that has it
+    if len(wanted) == 1:   # one experiment: the default platform if it has it, else the only one that has it,
+        # else the one the shipped one-GPU scenarios are written for (the H200's host link, not the H100's)
+        home = [f for f in found if f[0] == HOST_PROFILE]
+        if len(found) > 1 and found[0][0] != DEFAULT_PLATFORM and home:
+            found = home
         if len(found) > 1 and found[0][0] != DEFAULT_PLATFORM:
             names = ", ".join(p for p, _ in found)
             raise RecordError(f"{wanted[0]} records ship for {names}: give --platform")
