@@ -50,7 +50,7 @@ CASES = {
     # profile and mainloop records (calibration/records/h100-pcie-host-*.jsonl)
     "h100-pcie-host_ep1": ("h100-pcie-host", 1, "host"),
 }
-MULTI_GPU = ("h200-nvlink-x2_ep2", "h200-nvlink-x2_ep8", "paper-8gpu_ep8")   # the default: issues 13, 14
+MULTI_GPU = tuple(n for n, (_, ep, _) in CASES.items() if ep > 1)   # the default: issues 13, 14
 
 
 def entries(kind: str, ep: int):

@@ -158,8 +158,8 @@ def _platform_of(rs, platforms) -> str | None:
     link, count, gpu = rs.platform.get("link"), rs.platform.get("gpu_count"), rs.platform.get("gpu")
     names = sorted(n for n, p in platforms.items()
                    if (m := p.provenance.get("measured_on", {})).get("link") == link and m.get("gpu_count") == count)
-    if len(names) > 1:   # one link, several GPUs measured on it (one H200, one H100): the records' GPU
-        names = [n for n in names if platforms[n].provenance["measured_on"].get("gpu") == gpu] or names
+    # one link, several GPUs measured on it (one H200, one H100): the records' GPU, where one matches
+    names = [n for n in names if platforms[n].provenance["measured_on"].get("gpu") == gpu] or names
     if len(names) > 1:
         raise RecordError(f"records measured on {link!r} x {count} GPUs match platforms {', '.join(names)}: "
                           f"give --platform")
@@ -189,12 +189,12 @@ def _targets(args, wanted) -> list[tuple[object, object]]:
         raise RecordError(_note(wanted[0]) if len(wanted) == 1 else "no records shipped in calibration/records/")
     if len(wanted) == 1:   # one experiment: the default platform if it has it, else the only one that has it,
         # else the one the shipped one-GPU scenarios are written for (the H200's host link, not the H100's)
-        home = [f for f in found if f[0] == HOST_PROFILE]
-        if len(found) > 1 and found[0][0] != DEFAULT_PLATFORM and home:
-            found = home
         if len(found) > 1 and found[0][0] != DEFAULT_PLATFORM:
-            names = ", ".join(p for p, _ in found)
-            raise RecordError(f"{wanted[0]} records ship for {names}: give --platform")
+            home = [f for f in found if f[0] == HOST_PROFILE]
+            if not home:
+                names = ", ".join(p for p, _ in found)
+                raise RecordError(f"{wanted[0]} records ship for {names}: give --platform")
+            found = home
         found = found[:1]
     return [(platform_from_args(args, p), rs) for p, rs in found]
 
