@@ -10,9 +10,10 @@ Nothing in it is a measured time over the link. Per steady run and config: the m
 clocks (CLK) of both schedules beside the predicted ones, the speedup measured, at the cap and at
 one clock.
 
-    PYTHONPATH=. python benchmarks/moe_clock_law.py [--platform NAME] [STEADY.jsonl ...]
+    PYTHONPATH=. python benchmarks/moe_clock_law.py [--platform NAME] [--moe-level LEVEL] [STEADY.jsonl ...]
 writes benchmarks/results/moe_clock_law.txt (moe_clock_law_<platform>.txt for a platform other than
-h200-pcie-host); the steady runs default to the platform's shipped ``repeats/<platform>-moe-kernels-steady-*``.
+h200-pcie-host; a ``_predicted`` suffix at ``--moe-level predicted``); the steady runs default to the
+platform's shipped ``repeats/<platform>-moe-kernels-steady-*``.
 """
 
 from __future__ import annotations
@@ -38,9 +39,10 @@ REPEATS = ROOT / "calibration" / "records" / "repeats"
 PLATFORM = "h200-pcie-host"
 
 
-def outputs(platform: str) -> tuple[list[Path], Path]:
+def outputs(platform: str, level: str = "records") -> tuple[list[Path], Path]:
     """The platform's shipped steady runs and the result file."""
-    name = "moe_clock_law.txt" if platform == PLATFORM else f"moe_clock_law_{platform}.txt"
+    stem = "moe_clock_law" if platform == PLATFORM else f"moe_clock_law_{platform}"
+    name = f"{stem}.txt" if level == "records" else f"{stem}_{level}.txt"
     return sorted(REPEATS.glob(f"{platform}-moe-kernels-steady-*.jsonl")), ROOT / "benchmarks" / "results" / name
 
 
@@ -80,9 +82,12 @@ def table(rep) -> list[str]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--platform", default=PLATFORM)
+    ap.add_argument("--moe-level", choices=moe.LEVELS, default="records",
+                    help="each schedule's compute level as the report's --moe-level (predicted: the shared-HBM "
+                         "pre-pass, whose tiles keep their HBM time at any clock)")
     ap.add_argument("steady", nargs="*", type=Path)
     args = ap.parse_args(argv)
-    shipped, out = outputs(args.platform)
+    shipped, out = outputs(args.platform, args.moe_level)
     paths = args.steady or shipped
     try:
         platform = resolve_platform(args.platform)
@@ -95,9 +100,9 @@ def main(argv=None) -> int:
         print(f"moe_clock_law: {notes[0]}", file=sys.stderr)
         return 2
     lines = [f"# benchmarks/moe_clock_law.py on {platform.name}, {commit_note()}; the MoE law beta = "
-             f"{law.beta:.3f} ({law.source}; {len(law.ceilings)} ceilings, {len(law.anchors)} anchors)"]
+             f"{law.beta:.3f} ({law.source}; {len(law.ceilings)} ceilings, {len(law.anchors)} anchors); compute level {args.moe_level}"]
     for path, rs in runs:
-        rep = moe.build(rs, platform, clock_law=law)
+        rep = moe.build(rs, platform, clock_law=law, level=args.moe_level)
         lines += ["", f"## {path.name}", "", *table(rep)]
     text = "\n".join(lines) + "\n"
     atomic_write(out, text, "result")

@@ -252,3 +252,52 @@ def test_ratio_residual_workload_runs_the_same_in_both_engines():
         slow, fast = simulate(w, engine="simpy", trace=False), simulate(w, engine="fast", trace=False)
         assert fast.makespan_us == slow.makespan_us
         np.testing.assert_array_equal(fast.times.mainloop_end, slow.times.mainloop_end)
+
+
+@pytest.mark.parametrize("hbm_tbps, expect", [(1e6, 2.0), (1e-5, 1.0)])
+def test_compute_scale_slows_the_tensor_cores_and_not_the_bytes(hbm_tbps, expect):
+    lay, table = layout_and_table("interleaved")
+    calib = {cm.compute_key(SHAPE, "l1"): 1.0, cm.compute_key(SHAPE, "l2"): 1.0}
+    ml = {}
+    for scale in (1.0, 2.0):
+        pre = cm.Prepass(SHAPE, lay.mblock_valid_rows(), calib, cm.FixedCosts(0.5, 0.5, 2.0, 0.2, 6.0),
+                         {"l1": 0, "l2": 0}, hbm_tbps, "fair", "none", compute_scale=scale)
+        pre.run_all({"x": (table, np.ones(table.n_tiles), np.zeros(table.n_tiles))})
+        ml[scale] = pre.mainloops_us("x")
+    # compute-bound: every mainloop twice as long; bandwidth-bound: the bytes set the time at any clock
+    np.testing.assert_allclose(ml[2.0] / ml[1.0], expect, rtol=0.02)
+
+
+def test_compute_scale_one_is_the_unscaled_prepass_and_a_bad_scale_is_one_line():
+    lay, table = layout_and_table("wave")
+    calib = {cm.compute_key(SHAPE, "l1"): 20.0, cm.compute_key(SHAPE, "l2"): 10.0}
+    runs = []
+    for kw in ({}, {"compute_scale": 1.0}):
+        pre = cm.Prepass(SHAPE, lay.mblock_valid_rows(), calib, cm.FixedCosts(), {"l1": 30.0, "l2": 12.0}, 4.3,
+                         "inflight", "mean", **kw)
+        pre.run_all({"wave": (table, np.ones(table.n_tiles), np.zeros(table.n_tiles))})
+        runs.append(pre.mainloops_us("wave"))
+    np.testing.assert_array_equal(*runs)
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match='"compute_scale" must be a finite number > 0'):
+            cm.Prepass(SHAPE, lay.mblock_valid_rows(), calib, cm.FixedCosts(), {"l1": 1, "l2": 1}, 4.3, "fair",
+                       "mean", compute_scale=bad)
+
+
+def test_builder_contention_mode_scales_the_compute_once():
+    local = builder.without_link(shipped_platforms()["h200-pcie-host"])
+    records = [gemm_only("l1", 20.0), gemm_only("l2", 10.0)]
+    t = {c: builder.simulate(params(compute="contention", hbm_tbps=1e3, mainloop_cv=0.0, schedule="wave",
+                                    compute_scale=c), local, trace=False, mainloop_records=records)[1]["kernel_us"]
+         for c in (1.0, 2.0)}
+    assert t[2.0] == pytest.approx(2 * t[1.0], rel=0.03)   # compute-bound: the pre-pass's clock, not squared
+
+
+@pytest.mark.parametrize("name, roofline", [("h200-pcie-host", 4.3), ("h100-pcie-host", 3.0)])
+def test_hbm_fraction_carries_the_bandwidth_to_each_gpus_roofline_figure(name, roofline):
+    platform = shipped_platforms()[name]
+    records = [gemm_only("l1", 20.0), gemm_only("l2", 10.0)]
+    for given, expect in (({}, roofline), ({"hbm_fraction": 0.5}, 0.5 * roofline),
+                          ({"hbm_fraction": 0.5, "hbm_tbps": 2.0}, 2.0)):
+        cfg = builder.Config(params(compute="contention", **given), platform, records)
+        assert builder.prepass(cfg).hbm_tbps == pytest.approx(expect)

@@ -57,7 +57,10 @@ PARAMS = {
     "compute": Param("str", "auto", "mainloop times: measured records if any, else roofline; contention: "
                      "the records' means shaped by a local run under shared HBM (xsim.moe.contention_model)",
                      choices=("auto", "roofline", "contention")),
-    "hbm_tbps": Param("float", -1.0, "compute = contention: HBM bandwidth, TB/s (<= 0: the GPU's roofline figure)"),
+    "hbm_tbps": Param("float", -1.0, "compute = contention: HBM bandwidth, TB/s (<= 0: hbm_fraction times the "
+                      "GPU's roofline figure)"),
+    "hbm_fraction": Param("float", 1.0, "compute = contention, hbm_tbps <= 0: the fraction of the GPU's roofline "
+                          "HBM figure the mainloops share", minimum=1e-3, maximum=1.0),
     "hbm_share": Param("str", "fair", "compute = contention: how running mainloops share HBM (max-min fair, or "
                        "by the bytes a pipeline stage keeps in flight)", choices=("fair", "inflight")),
     "contention_anchor": Param("str", "mean", "compute = contention: mean (scale the work to the records' means), "
@@ -157,8 +160,9 @@ class Config:
             kind = table.tiles[:, 0]
             t_l1, t_l2 = (float(context[kind == k].mean()) if np.any(kind == k) else 0.0 for k in (L1, L2))
         c = p["compute_scale"]
-        return tile_workload(table, self.shape, self.layout, self.platform, t_l1 * c,
-                             t_l2 * c, p["staging_depth"], p["l1_release"], self.l2_epilogue_us * c,
+        main = 1.0 if self.prepass is not None else c   # the pre-pass's mainloops are at this clock already
+        return tile_workload(table, self.shape, self.layout, self.platform, t_l1 * main,
+                             t_l2 * main, p["staging_depth"], p["l1_release"], self.l2_epilogue_us * c,
                              self.l1_epilogue_us * c, self.prologue_us * c, factors)
 
     def context_mainloops_us(self, schedule: str) -> np.ndarray:
@@ -177,8 +181,8 @@ class Config:
             self.prepass.run_all({name: (t, self._factors(t), issue[name]) for name, t in tables.items()})
         name = "file" if self.params["tile_table"] else schedule
         kind = self.prepass.runs[name][0].tiles[:, 0]
-        return self.prepass.mainloops_us(name) + np.where(kind == L1, self.wait_overhead_us["l1"],
-                                                          self.wait_overhead_us["l2"])
+        return self.prepass.mainloops_us(name) + self.params["compute_scale"] * np.where(
+            kind == L1, self.wait_overhead_us["l1"], self.wait_overhead_us["l2"])
 
     def _factors(self, table) -> np.ndarray:
         """Each tile's mainloop spread factor (xsim.spread, keyed by the tile's identity)."""
@@ -219,7 +223,7 @@ def prepass(cfg: Config):
 
     p = cfg.params
     records = cfg.model.records
-    hbm = p["hbm_tbps"] if p["hbm_tbps"] > 0 else cfg.model.peaks["hbm_tbps"]
+    hbm = p["hbm_tbps"] if p["hbm_tbps"] > 0 else p["hbm_fraction"] * cfg.model.peaks["hbm_tbps"]
     costs = cm.FixedCosts(cfg.wait_overhead_us["l1"], cfg.wait_overhead_us["l2"], cfg.l1_epilogue_us,
                           cfg.l2_epilogue_us, cfg.prologue_us)
     means = {k: getattr(cfg, f"t_{k}_us") - cfg.wait_overhead_us[k] for k in ("l1", "l2")}
@@ -227,7 +231,8 @@ def prepass(cfg: Config):
         own = {name: {k: cfg.model.schedule_mainloop(cfg.shape, k, name) for k in ("l1", "l2")} for name in SCHEDULES}
         means = {name: {k: v[0] for k, v in m.items()} for name, m in own.items() if all(m.values())}
     return cm.Prepass(cfg.shape, cfg.layout.mblock_valid_rows(), cm.calibrate_compute_us(records, hbm, cfg.n_streams),
-                      costs, means, hbm, p["hbm_share"], p["contention_anchor"], p["contention_spread"])
+                      costs, means, hbm, p["hbm_share"], p["contention_anchor"], p["contention_spread"],
+                      p["compute_scale"])
 
 
 def load_table(path: str, shape: MoEShape, layout) -> TileTable:

@@ -235,7 +235,8 @@ class Prepass:
     bandwidth-bound tile then loses it: its share sets its time), ``work`` on its bytes too."""
 
     def __init__(self, shape: MoEShape, valid_rows: np.ndarray, compute_us: dict, costs: FixedCosts,
-                 means_us: dict, hbm_tbps: float, share: str, anchor: str, spread: str = "compute"):
+                 means_us: dict, hbm_tbps: float, share: str, anchor: str, spread: str = "compute",
+                 compute_scale: float = 1.0):
         if anchor not in ANCHORS:
             raise ValueError(f'"contention_anchor" must be one of {", ".join(ANCHORS)}, got {anchor!r}')
         if spread not in SPREADS:
@@ -248,13 +249,26 @@ class Prepass:
         self.shape, self.valid_rows, self.costs, self.means_us = shape, valid_rows, costs, means_us
         self.compute_us = {k: compute_us[compute_key(shape, k)] for k in ("l1", "l2")}
         self.hbm_tbps, self.share, self.anchor, self.spread = hbm_tbps, share, anchor, spread
+        if not (math.isfinite(compute_scale) and compute_scale > 0):
+            raise ValueError(f'"compute_scale" must be a finite number > 0, got {compute_scale!r}')
+        self.compute_scale = float(compute_scale)
         self.scale = {L1: 1.0, L2: 1.0}
         self.scales: dict[str, dict[int, float]] = {}   # anchor "schedule": per schedule
         self.runs: dict[str, tuple[TileTable, ContentionResult]] = {}
         self.post = {L1: 1.0, L2: 1.0}   # anchor "ratio": each kind's mainloops times this, after the run
 
     def run_all(self, inputs: dict, iterations: int = 8, rel_tol: float = 2e-3) -> None:
-        """Run every schedule's table: inputs {name: (table, factors, l2_issue_us)}."""
+        """Run every schedule's table: inputs {name: (table, factors, l2_issue_us)}. The anchor is
+        found at the compute model's clock; with ``compute_scale`` != 1 (the SMs at that clock over
+        the scale: :mod:`xsim.moe.clocked`) each table then runs once more with every tile's
+        tensor-core time and fixed costs times the scale and its bytes as they were: the HBM part of
+        a tile does not follow the SM clock."""
+        self._anchor(inputs, iterations, rel_tol)
+        if self.compute_scale != 1.0:
+            self.runs = {name: (t, self._run(t, f, issue, self.scales.get(name), self.compute_scale))
+                         for name, (t, f, issue) in inputs.items()}
+
+    def _anchor(self, inputs: dict, iterations: int, rel_tol: float) -> None:
         if self.anchor == "schedule":
             return self._run_per_schedule(inputs, iterations, rel_tol)
         for _ in range(iterations if self.anchor == "mean" else 1):
@@ -299,14 +313,16 @@ class Prepass:
                 return
 
     def _run(self, table: TileTable, factors: np.ndarray, l2_issue_us: np.ndarray,
-             scale: dict | None = None) -> ContentionResult:
+             scale: dict | None = None, compute_scale: float = 1.0) -> ContentionResult:
         kind = table.tiles[:, KIND]
         scale = self.scale if scale is None else scale
         level = np.where(kind == L1, scale[L1], scale[L2])
         work = level * np.asarray(factors, dtype=float)
-        return local_mainloops(table, self.shape, self.valid_rows, self.compute_us["l1"], self.compute_us["l2"],
-                               self.costs, self.hbm_tbps, work, l2_issue_us, self.share,
-                               bytes_scale=work if self.spread == "work" else level)
+        costs = self.costs if compute_scale == 1.0 else FixedCosts(
+            **{k: v * compute_scale for k, v in vars(self.costs).items()})
+        return local_mainloops(table, self.shape, self.valid_rows, self.compute_us["l1"] * compute_scale,
+                               self.compute_us["l2"] * compute_scale, costs, self.hbm_tbps, work, l2_issue_us,
+                               self.share, bytes_scale=work if self.spread == "work" else level)
 
     def context_cv(self) -> dict:
         """Per kind ("l1", "l2"): the spread of the runs' mainloops in context, as the records'

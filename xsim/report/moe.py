@@ -151,9 +151,11 @@ def batched_gemm(points: list[dict]) -> dict:
 
 SPREAD_SEEDS = 4   # the report's prediction: the mean kernel time over this many spread seeds
 # ``level = "predicted"``: each schedule's compute level predicted from the tile streams (branch moefid,
-# docs/moe.md "The per-schedule level predicted from the tile streams"), an option
+# docs/moe.md "The per-schedule level predicted from the tile streams"), an option. Its bandwidth was
+# chosen on the H200 (3.8 of the roofline's 4.3 TB/s) and goes to another GPU as that fraction of its
+# roofline figure (the H100: 2.65 of 3.0 TB/s, docs/h100-host.md).
 PREDICTED_LEVEL = {"compute": "contention", "hbm_share": "inflight", "contention_spread": "work",
-                   "contention_anchor": "ratio", "contention_cv": "residual", "hbm_tbps": 3.8}
+                   "contention_anchor": "ratio", "contention_cv": "residual", "hbm_fraction": 3.8 / 4.3}
 LEVELS = ("records", "predicted")
 
 
