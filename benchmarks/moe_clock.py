@@ -44,7 +44,7 @@ def clocked(rs, kind: str) -> dict:
 
 
 def rows(platform):
-    rep = moe.build(load_shipped_records("moe", platform.name), platform)
+    rep = moe.build(load_shipped_records("moe", platform.name), platform, level="records")
     run = load_records([RUN])
     host, local = clocked(run, "kernel"), clocked(run, "kernel_local")
     out = []

@@ -35,7 +35,7 @@ REPEATS = Path("calibration/records/repeats")
 
 
 def rows_of(path: Path, platform) -> dict:
-    built = rep.build(load_records([str(path)]), platform, paper_des=False)
+    built = rep.build(load_records([str(path)]), platform, paper_des=False, level="records")
     return {r.config: r for r in built.rows}, built.summary
 
 

@@ -140,13 +140,29 @@ def test_moe_report_predicted_level(capsys, tmp_path, monkeypatch):
     monkeypatch.setattr(moe.builder, "simulate", lambda params, *a, **k: seen.append(params) or simulate(params, *a, **k))
     base = ["report", "--experiment", "moe", "--records", path, "--platform", "paper-8gpu", "--json",
             "--moe-spread-seeds", "1"]
-    assert main(base) == 0
+    assert main([*base, "--moe-level", "records"]) == 0
     assert json.loads(capsys.readouterr().out)["experiments"]["moe"]["moe_level"] == "records"
     assert seen and all(p["compute"] == "auto" for p in seen)
-    seen.clear()
-    assert main([*base, "--moe-level", "predicted"]) == 0
-    doc = json.loads(capsys.readouterr().out)["experiments"]["moe"]
-    assert doc["moe_level"] == "predicted" and doc["n_configs"] == 2 and math.isfinite(doc["speedup_abs_err_max"])
-    assert len(seen) == 2 and all(p[k] == v for p in seen for k, v in moe.PREDICTED_LEVEL.items())
+    for given in (["--moe-level", "predicted"], []):   # auto: predicted, the GEMM-only records are given
+        seen.clear()
+        assert main([*base, *given]) == 0
+        doc = json.loads(capsys.readouterr().out)["experiments"]["moe"]
+        assert doc["moe_level"] == "predicted" and doc["n_configs"] == 2 and math.isfinite(doc["speedup_abs_err_max"])
+        assert len(seen) == 2 and all(p[k] == v for p in seen for k, v in moe.PREDICTED_LEVEL.items())
     assert main([*base, "--moe-level", "measured"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_predicted_level_without_gemm_only_records_is_one_line(capsys, tmp_path):
+    path = write_records(tmp_path / "test-moe.jsonl")   # kernel mainloops only, no GEMM-only ones
+    assert main(["report", "--experiment", "moe", "--records", path, "--platform", "paper-8gpu", "--json",
+                 "--moe-spread-seeds", "1", "--moe-level", "predicted"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no GEMM-only mainloop record" in err and "--moe-level records" in err
+
+
+def test_auto_level_is_records_without_gemm_only_records(capsys, tmp_path):
+    path = write_records(tmp_path / "test-moe.jsonl")
+    assert main(["report", "--experiment", "moe", "--records", path, "--platform", "paper-8gpu", "--json",
+                 "--moe-spread-seeds", "1"]) == 0
+    assert json.loads(capsys.readouterr().out)["experiments"]["moe"]["moe_level"] == "records"

@@ -71,9 +71,11 @@ def add_parser(sub):
                         "(default; the records given, else the platform's shipped ones) or all at FA-only's clock; "
                         "moe: kernels timed back to back (steady) predicted at the cap by the MoE kernel's own law "
                         "(its duty records, given or shipped) or at one clock")
-    p.add_argument("--moe-level", choices=("records", "predicted"), default="records",
-                   help="moe: each schedule's compute level from the layer's records (default) or predicted from "
-                        "the tile streams (the contention pre-pass: compute = contention, inflight, 3.8 TB/s)")
+    p.add_argument("--moe-level", choices=("auto", "records", "predicted"), default="auto",
+                   help="moe: each schedule's compute level from the layer's records, or predicted from the tile "
+                        "streams (the shared-HBM pre-pass: compute = contention, inflight, 3.8 / 4.3 of the GPU's "
+                        "roofline HBM; needs GEMM-only mainloop records); auto (default): predicted where those "
+                        "records are at hand, else records")
     add_platform_options(p)
     add_json_option(p)
     return p
@@ -107,13 +109,19 @@ def _micro(rs, platform, args) -> Built:
 
 def _moe(rs, platform, args) -> Built:
     from calibration.power import moe_clock_law_for
+    from xsim.params import ParamError
     from xsim.report import moe, moe_page
 
     steady = any(r.params.get("timing") == "steady" for r in rs.select("moe", "kernel"))
     law, law_notes = moe_clock_law_for(rs, platform.name) if steady and args.clock_law == "records" else (None, [])
-    rep = moe.build(rs, platform, des=not args.no_des, paper_des=args.paper_des and not args.no_des,
-                    compute=args.moe_compute, spread_seeds=args.moe_spread_seeds, spread_seed=args.moe_spread_seed,
-                    mainloop_pool=args.moe_mainloop_pool, level=args.moe_level, clock_law=law)
+    try:
+        rep = moe.build(rs, platform, des=not args.no_des, paper_des=args.paper_des and not args.no_des,
+                        compute=args.moe_compute, spread_seeds=args.moe_spread_seeds,
+                        spread_seed=args.moe_spread_seed, mainloop_pool=args.moe_mainloop_pool, level=args.moe_level,
+                        clock_law=law)
+    except ParamError as exc:
+        hint = "; --moe-level records predicts from the kernels' own mainloops" if args.moe_level != "records" else ""
+        raise ParamError(f"moe: {exc}{hint}") from exc
 
     def tables():
         rows = [[r.config, r.routing, r.measured["wave"]["kernel_us"], r.measured["interleaved"]["kernel_us"],

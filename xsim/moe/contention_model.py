@@ -39,6 +39,7 @@ from xsim.moe.compute import ROOFLINE_PEAKS
 from xsim.moe.contention import ContentionResult, ContentionTiles, simulate
 from xsim.moe.shapes import MoEShape
 from xsim.moe.tiles import EXPERT, KIND, L1, L2, MBLOCK, NBLOCK, TileTable
+from xsim.params import ParamError
 from xsim.spread import spread_cv
 from xsim.units import tbps_to_bytes_per_us
 
@@ -243,7 +244,7 @@ class Prepass:
             raise ValueError(f'"contention_spread" must be one of {", ".join(SPREADS)}, got {spread!r}')
         missing = [k for k in ("l1", "l2") if compute_key(shape, k) not in compute_us]
         if missing:
-            raise ValueError(f"compute = contention: no GEMM-only mainloop record of this shape "
+            raise ParamError(f"compute = contention: no GEMM-only mainloop record of this shape "
                              f"({shape.precision}, hidden {shape.hidden}, intermediate {shape.intermediate}, "
                              f"{', '.join(missing)})")
         self.shape, self.valid_rows, self.costs, self.means_us = shape, valid_rows, costs, means_us

@@ -26,6 +26,8 @@ from xsim.builders import moe as builder
 from xsim.builders.moe import without_link
 from xsim.moe import clocked
 from xsim.moe.clocked import MoEClockLaw
+from xsim.moe.compute import read_records, shipped_records_path
+from xsim.moe.contention_model import GEMM_ONLY
 from xsim.params import resolve
 from xsim.platform import Platform
 from xsim.report.moe_paper import paper_table2
@@ -156,24 +158,39 @@ SPREAD_SEEDS = 4   # the report's prediction: the mean kernel time over this man
 # roofline figure (the H100: 2.65 of 3.0 TB/s, docs/h100-host.md).
 PREDICTED_LEVEL = {"compute": "contention", "hbm_share": "inflight", "contention_spread": "work",
                    "contention_anchor": "ratio", "contention_cv": "residual", "hbm_fraction": 3.8 / 4.3}
-LEVELS = ("records", "predicted")
+LEVELS = ("auto", "records", "predicted")   # auto: predicted where GEMM-only mainloop records are at hand
+
+
+def resolve_level(level: str, mainloops: list[dict], platform: Platform) -> str:
+    """``level``, with "auto" made "predicted" when the mainloop records the builder will use (those
+    given, else the platform's shipped ones) hold GEMM-only runs, which the pre-pass needs, else "records"."""
+    if level not in LEVELS:
+        raise ValueError(f'"level" must be one of {", ".join(LEVELS)}, got {level!r}')
+    if level != "auto":
+        return level
+    if not mainloops:
+        path = shipped_records_path(platform.name)
+        mainloops = read_records(path) if path.exists() else []
+    gemm_only = any(r.get("kind") == "mainloop" and r.get("params", {}).get("source") == GEMM_ONLY
+                    for r in mainloops)
+    return "predicted" if gemm_only else "records"
 
 
 def build(rs, platform: Platform, des: bool = True, paper_des: bool = False,
           engine: str = "fast", compute: str | None = None, spread_seeds: int | None = None,
-          spread_seed: int = 0, mainloop_pool: str | None = None, level: str = "records",
+          spread_seed: int = 0, mainloop_pool: str | None = None, level: str = "auto",
           clock_law: MoEClockLaw | None = None) -> MoEReport:
     """Every measured config beside its prediction, the GEMM check, the paper's Table 2 rows
     (``compute``, ``mainloop_pool``: the builder's for every config instead of the scenario's;
     ``spread_seeds`` seeds from ``spread_seed`` on, default :data:`SPREAD_SEEDS`, averaged: a
     prediction that is one draw of the per-tile spread is itself noisy; ``level`` "predicted":
-    :data:`PREDICTED_LEVEL` for every config, before ``compute`` and ``mainloop_pool``). With a
+    :data:`PREDICTED_LEVEL` for every config, before ``compute`` and ``mainloop_pool``; "auto", the
+    default: :func:`resolve_level`). With a
     ``clock_law``, a config measured back to back (``timing`` "steady": at the power cap) is predicted
     at the cap, each schedule at its own solved clock (:mod:`xsim.moe.clocked`); a burst-timed one,
     whose launches never reach the cap, at one clock as without it."""
-    if level not in LEVELS:
-        raise ValueError(f'"level" must be one of {", ".join(LEVELS)}, got {level!r}')
     mainloops = [r.data for r in rs.select("moe", "mainloop")]
+    level = resolve_level(level, mainloops, platform)
     measured = _measured(rs.select("moe", "kernel"))
     local = _measured(rs.select("moe", "kernel_local"))
     rows = []
