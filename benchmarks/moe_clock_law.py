@@ -10,10 +10,11 @@ Nothing in it is a measured time over the link. Per steady run and config: the m
 clocks (CLK) of both schedules beside the predicted ones, the speedup measured, at the cap and at
 one clock.
 
-    PYTHONPATH=. python benchmarks/moe_clock_law.py [--platform NAME] [--moe-level LEVEL] [STEADY.jsonl ...]
+    PYTHONPATH=. python benchmarks/moe_clock_law.py [--platform NAME] [--moe-level LEVEL] [--law DUTY.jsonl]
+        [STEADY.jsonl ...]
 writes benchmarks/results/moe_clock_law.txt (moe_clock_law_<platform>.txt for a platform other than
-h200-pcie-host; a ``_predicted`` suffix at ``--moe-level predicted``); the steady runs default to the
-platform's shipped ``repeats/<platform>-moe-kernels-steady-*``.
+h200-pcie-host; a ``_predicted`` suffix at ``--moe-level predicted``, ``_law-<file>`` with ``--law``); the
+steady runs default to the platform's shipped ``repeats/<platform>-moe-kernels-steady-*``.
 """
 
 from __future__ import annotations
@@ -39,10 +40,11 @@ REPEATS = ROOT / "calibration" / "records" / "repeats"
 PLATFORM = "h200-pcie-host"
 
 
-def outputs(platform: str, level: str = "records") -> tuple[list[Path], Path]:
+def outputs(platform: str, level: str = "records", law: Path | None = None) -> tuple[list[Path], Path]:
     """The platform's shipped steady runs and the result file."""
     stem = "moe_clock_law" if platform == PLATFORM else f"moe_clock_law_{platform}"
-    name = f"{stem}.txt" if level == "records" else f"{stem}_{level}.txt"
+    stem = stem if level == "records" else f"{stem}_{level}"
+    name = f"{stem}.txt" if law is None else f"{stem}_law-{law.stem}.txt"
     return sorted(REPEATS.glob(f"{platform}-moe-kernels-steady-*.jsonl")), ROOT / "benchmarks" / "results" / name
 
 
@@ -85,17 +87,20 @@ def main(argv=None) -> int:
     ap.add_argument("--moe-level", choices=moe.LEVELS, default="records",
                     help="each schedule's compute level as the report's --moe-level (predicted: the shared-HBM "
                          "pre-pass, whose tiles keep their HBM time at any clock)")
+    ap.add_argument("--law", type=Path, help="fit the law on this file's duty records (default: the first steady "
+                    "run's, else the platform's shipped ones); the output file's name says so")
     ap.add_argument("steady", nargs="*", type=Path)
     args = ap.parse_args(argv)
-    shipped, out = outputs(args.platform, args.moe_level)
+    shipped, out = outputs(args.platform, args.moe_level, args.law)
     paths = args.steady or shipped
     try:
         platform = resolve_platform(args.platform)
         runs = [(path, load_records([path])) for path in paths]
+        law_rs = load_records([args.law]) if args.law else runs[0][1]
     except (OSError, RecordError, ProfileError) as exc:
         print(f"moe_clock_law: {exc}", file=sys.stderr)
         return 2
-    law, notes = moe_clock_law_for(runs[0][1], platform.name)
+    law, notes = moe_clock_law_for(law_rs, platform.name)
     if law is None:
         print(f"moe_clock_law: {notes[0]}", file=sys.stderr)
         return 2
