@@ -105,7 +105,8 @@ def main(argv=None) -> int:
         print(f"moe_clock_law: {notes[0]}", file=sys.stderr)
         return 2
     lines = [f"# benchmarks/moe_clock_law.py on {platform.name}, {commit_note()}; the MoE law beta = "
-             f"{law.beta:.3f} ({law.source}; {len(law.ceilings)} ceilings, {len(law.anchors)} anchors); compute level {args.moe_level}"]
+             f"{law.beta:.3f} ({law.source}; {len(law.ceilings)} ceilings, {len(law.anchors)} anchors); "
+             f"compute level {args.moe_level}"]
     for path, rs in runs:
         rep = moe.build(rs, platform, clock_law=law, level=args.moe_level)
         lines += ["", f"## {path.name}", "", *table(rep)]

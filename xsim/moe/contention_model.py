@@ -159,12 +159,17 @@ def gemm_only_mean_us(shape: MoEShape, kind: int, rows: int, compute_us: float, 
     return float(simulate(tiles, tbps_to_bytes_per_us(hbm_tbps)).mainloop_us.mean())
 
 
+def is_gemm_only(record: dict) -> bool:
+    """A checked GEMM-only mainloop record: what the calibration (and so the pre-pass) can use."""
+    return (record.get("kind") == "mainloop" and record.get("params", {}).get("source") == GEMM_ONLY
+            and record.get("check", {}).get("ok", False))
+
+
 def calibrate_compute_us(records: list[dict], hbm_tbps: float = HBM_TBPS, n_streams: int = 132) -> dict:
     """(precision, block_m, block_n, kind, hidden, intermediate) -> tensor-core us per tile, from
     the checked GEMM-only mainloop records (the module docstring)."""
     ones = tuple(json.dumps({"params": r.get("params"), "mean": r["stats"]["mainloop_us"]["mean"]}, sort_keys=True)
-                 for r in records if r.get("kind") == "mainloop" and r.get("params", {}).get("source") == GEMM_ONLY
-                 and r.get("check", {}).get("ok", False))
+                 for r in records if is_gemm_only(r))
     return dict(_calibrate(ones, float(hbm_tbps), int(n_streams)))
 
 

@@ -27,7 +27,7 @@ from xsim.builders.moe import without_link
 from xsim.moe import clocked
 from xsim.moe.clocked import MoEClockLaw
 from xsim.moe.compute import read_records, shipped_records_path
-from xsim.moe.contention_model import GEMM_ONLY
+from xsim.moe.contention_model import is_gemm_only
 from xsim.params import resolve
 from xsim.platform import Platform
 from xsim.report.moe_paper import paper_table2
@@ -163,7 +163,8 @@ LEVELS = ("auto", "records", "predicted")   # auto: predicted where GEMM-only ma
 
 def resolve_level(level: str, mainloops: list[dict], platform: Platform) -> str:
     """``level``, with "auto" made "predicted" when the mainloop records the builder will use (those
-    given, else the platform's shipped ones) hold GEMM-only runs, which the pre-pass needs, else "records"."""
+    given, else the platform's shipped ones) hold checked GEMM-only runs (:func:`is_gemm_only`, what the pre-pass
+    calibrates on), else "records"."""
     if level not in LEVELS:
         raise ValueError(f'"level" must be one of {", ".join(LEVELS)}, got {level!r}')
     if level != "auto":
@@ -171,9 +172,7 @@ def resolve_level(level: str, mainloops: list[dict], platform: Platform) -> str:
     if not mainloops:
         path = shipped_records_path(platform.name)
         mainloops = read_records(path) if path.exists() else []
-    gemm_only = any(r.get("kind") == "mainloop" and r.get("params", {}).get("source") == GEMM_ONLY
-                    for r in mainloops)
-    return "predicted" if gemm_only else "records"
+    return "predicted" if any(map(is_gemm_only, mainloops)) else "records"
 
 
 def build(rs, platform: Platform, des: bool = True, paper_des: bool = False,
