@@ -5,11 +5,15 @@ speedup (wave / interleaved) over the host link (``kernel`` records) and without
 (``kernel_local`` records against the DES without the link, :func:`xsim.report.moe.without_link`),
 the worst and mean error, how many configs are within 0.05, and the kernel-time MAPE, for the
 shipped model and each variant of ``VARIANTS`` (builder parameters and a load-gate mode; nothing
-is fitted here). The first row is what ``xsim report --experiment moe`` gives.
+is fitted here). The first row is what ``xsim report --experiment moe --moe-level records`` gives,
+the predicted-level row what it gives by default (``auto``: predicted where GEMM-only records ship).
 
     PYTHONPATH=. /work/venv/bin/python benchmarks/moe_speedup_error.py [--out benchmarks/results] [--quick]
+        [--platform NAME]
 
-``--quick``: the shipped model and the one-seed rows only.
+``--quick``: the shipped model and the one-seed rows only. ``--platform``: another one-GPU host platform's
+shipped records (``calibration/records/<platform>-moe.jsonl``) against its own profile, written to
+``moe_speedup_error_<platform>.txt``: whether a variant chosen on the H200 holds on another machine.
 """
 
 from __future__ import annotations
@@ -22,17 +26,18 @@ from pathlib import Path
 import numpy as np
 from provenance import commit_note  # benchmarks/ is the script's folder
 
-from calibration.records import load_records
+from calibration.records import RecordError, load_records
 from xsim.fileio import atomic_write
 from xsim.builders import moe as builder
 from xsim.load_gate import LoadGate
-from xsim.platform import resolve_platform
+from xsim.platform import ProfileError, resolve_platform
 from xsim.report import moe as rep
 
-RECORDS = "calibration/records/h200-pcie-host-moe.jsonl"
+PLATFORM = "h200-pcie-host"
+RECORDS = f"calibration/records/{PLATFORM}-moe.jsonl"
 SEEDS4 = {"spread_seeds": 4}
 VARIANTS = [   # (name, builder params, gate mode or None, quick)
-    ("shipped: layer pool, mean over spread seeds 0-3", SEEDS4, None, True),
+    ("records level: layer pool, mean over spread seeds 0-3", SEEDS4, None, True),
     ("layer pool, spread seed 0", {}, None, True),
     ("layer pool, mean over spread seeds 1-4", {**SEEDS4, "spread_seed": 1}, None, False),
     ("layer pool, mean over spread seeds 2-5", {**SEEDS4, "spread_seed": 2}, None, False),
@@ -42,6 +47,9 @@ VARIANTS = [   # (name, builder params, gate mode or None, quick)
     ("mainloop_pool = schedule (measured per schedule), seeds 0-3", {**SEEDS4, "mainloop_pool": "schedule"}, None,
      False),
     ("gate mode stall, seeds 0-3", SEEDS4, "stall", False),
+    ("predicted level (the report's default where GEMM-only records ship), seeds 0-3",
+     {**SEEDS4, **rep.PREDICTED_LEVEL}, None, True),
+    ("predicted level, gate mode stall, seeds 0-3", {**SEEDS4, **rep.PREDICTED_LEVEL}, "stall", True),
     ("compute = contention, seed 0", {"compute": "contention"}, None, False),
     ("combine_rate_scale = 0.96 (sensitivity), seeds 0-3", {**SEEDS4, "combine_rate_scale": 0.96}, None, False),
     ("contention, spread on the bytes too, seed 0", {"compute": "contention", "contention_spread": "work"}, None,
@@ -77,17 +85,26 @@ def errors(rows: dict, pred: str, meas: str) -> dict:
             "within": sum(abs(e) <= 0.05 for e in err.values()), "mape": 100 * float(np.mean(mape))}
 
 
-def setup(description: str):
-    """The MoE error scripts' command line (--out, --quick), the shipped records and the host platform."""
+def setup(description: str, platforms: bool = False):
+    """The MoE error scripts' command line (--out, --quick; ``platforms``: --platform too), the shipped
+    records and the host platform."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
     parser.add_argument("--quick", action="store_true")
-    return parser.parse_args(), load_records([RECORDS]), resolve_platform("h200-pcie-host")
+    if platforms:
+        parser.add_argument("--platform", default=PLATFORM)
+    args = parser.parse_args()
+    name = getattr(args, "platform", PLATFORM)
+    try:
+        return args, load_records([RECORDS.replace(PLATFORM, name)]), resolve_platform(name)
+    except (RecordError, ProfileError) as exc:
+        parser.exit(2, f"{parser.prog}: {exc}\n")
 
 
 def main() -> None:
-    args, rs, platform = setup(__doc__.splitlines()[0])
-    lines = [f"MoE speedup error by model variant, {RECORDS}, platform h200-pcie-host ({commit_note()})",
+    args, rs, platform = setup(__doc__.splitlines()[0], platforms=True)
+    records = RECORDS.replace(PLATFORM, args.platform)
+    lines = [f"MoE speedup error by model variant, {records}, platform {args.platform} ({commit_note()})",
              "host: kernel records; local: kernel_local records against the DES without the link",
              "| variant | host worst (config) | host mean | within 0.05 | kernel_time_mape | local worst | local mean "
              "| kernel_time_mape_local | s |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -102,7 +119,8 @@ def main() -> None:
                      f"| {time.perf_counter() - t0:.0f} |")
         print(lines[-1], flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
-    target = args.out / "moe_speedup_error.txt"
+    stem = "moe_speedup_error" if args.platform == PLATFORM else f"moe_speedup_error_{args.platform}"
+    target = args.out / f"{stem}.txt"
     atomic_write(target, "\n".join(lines) + "\n")
     print(f"wrote {target}")
 
