@@ -34,7 +34,14 @@ from xsim.platform import ProfileError, resolve_platform
 from xsim.report import moe as rep
 
 PLATFORM = "h200-pcie-host"
-RECORDS = f"calibration/records/{PLATFORM}-moe.jsonl"
+
+
+def records_path(platform: str) -> str:
+    """A one-GPU host platform's shipped MoE records."""
+    return f"calibration/records/{platform}-moe.jsonl"
+
+
+RECORDS = records_path(PLATFORM)
 SEEDS4 = {"spread_seeds": 4}
 VARIANTS = [   # (name, builder params, gate mode or None, quick)
     ("records level: layer pool, mean over spread seeds 0-3", SEEDS4, None, True),
@@ -96,15 +103,15 @@ def setup(description: str, platforms: bool = False):
     args = parser.parse_args()
     name = getattr(args, "platform", PLATFORM)
     try:
-        return args, load_records([RECORDS.replace(PLATFORM, name)]), resolve_platform(name)
+        return args, load_records([records_path(name)]), resolve_platform(name)
     except (RecordError, ProfileError) as exc:
         parser.exit(2, f"{parser.prog}: {exc}\n")
 
 
 def main() -> None:
     args, rs, platform = setup(__doc__.splitlines()[0], platforms=True)
-    records = RECORDS.replace(PLATFORM, args.platform)
-    lines = [f"MoE speedup error by model variant, {records}, platform {args.platform} ({commit_note()})",
+    lines = [f"MoE speedup error by model variant, {records_path(args.platform)}, platform {args.platform} "
+             f"({commit_note()})",
              "host: kernel records; local: kernel_local records against the DES without the link",
              "| variant | host worst (config) | host mean | within 0.05 | kernel_time_mape | local worst | local mean "
              "| kernel_time_mape_local | s |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
