@@ -201,12 +201,10 @@ def run_config(cfg, args, commit, dirty, plat, device, sms) -> list:
 
 
 def main(argv=None) -> int:
-    import time
-
     import torch
 
     from . import records
-    from .moe_catalog import load_configs
+    from .moe_catalog import load_configs, within_budget
     from .platform_info import platform, smi_sm_clock_mhz
 
     args = parse_args(argv)
@@ -215,11 +213,8 @@ def main(argv=None) -> int:
     sms = torch.cuda.get_device_properties(device).multi_processor_count
     commit, dirty = records.run_commit()
     plat = platform(1, smi_sm_clock_mhz(), 0, 1, destination="host")
-    t0, rows = time.time(), []
-    for cfg in configs:
-        if args.budget_s > 0 and time.time() - t0 > args.budget_s:
-            print(f"{cfg.name}: skipped (time budget)", flush=True)
-            continue
+    rows = []
+    for cfg in within_budget(configs, args.budget_s):
         rows += run_config(cfg, args, commit, dirty, plat, device, sms)
         torch.cuda.empty_cache()
     nan = float("nan")

@@ -148,3 +148,17 @@ def leads_for(cfg: Config, items: tuple, n_streams: int) -> list[float]:
             new = [float(item)]
         out += [x for x in new if x not in out]
     return out
+
+
+def within_budget(configs, budget_s: float, clock=None):
+    """The configs in order, but none started after ``budget_s`` seconds (0: no budget) of ``clock``
+    (default time.monotonic); each one skipped is said on a line of its own."""
+    import time
+
+    clock = clock or time.monotonic
+    t0 = clock()
+    for cfg in configs:
+        if budget_s > 0 and clock() - t0 > budget_s:
+            print(f"{cfg.name}: skipped (time budget)", flush=True)
+            continue
+        yield cfg

@@ -157,12 +157,10 @@ def run_config(cfg, args, commit, dirty, smi, device, sms, plat) -> list:
 
 
 def main(argv=None) -> int:
-    import time
-
     import torch
 
     from .fa_power import Sampler
-    from .moe_catalog import load_configs
+    from .moe_catalog import load_configs, within_budget
     from .platform_info import platform, smi_sm_clock_mhz
 
     args = parse_args(argv)
@@ -171,11 +169,8 @@ def main(argv=None) -> int:
     sms = torch.cuda.get_device_properties(device).multi_processor_count
     commit, dirty = records.run_commit()
     smi = Sampler(args.smi_ms)
-    t0, rows, all_ok, plat = time.time(), [], True, None
-    for cfg in configs:
-        if args.budget_s > 0 and time.time() - t0 > args.budget_s:
-            print(f"{cfg.name}: skipped (time budget)", flush=True)
-            continue
+    rows, all_ok, plat = [], True, None
+    for cfg in within_budget(configs, args.budget_s):
         if plat is None:
             # the machine as every host-link record names it (Combine stays local: params say so);
             # "local" named no link here (nvidia-smi topo's CPU affinity on one GPU, "0-15")

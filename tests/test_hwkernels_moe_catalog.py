@@ -78,3 +78,12 @@ def test_bad_lead_specs_are_one_line_errors(spec):
     with pytest.raises(ValueError, match='"lead"') as e:
         moe_catalog.parse_leads(spec)
     assert "\n" not in str(e.value)
+
+
+def test_within_budget_starts_no_config_after_the_budget(capsys):
+    clock = iter([0.0, 0.0, 5.0, 11.0, 12.0]).__next__      # start, then one reading per config
+    cfgs = [moe_catalog.Config(n, MoEShape(hidden=128, intermediate=128, experts=4, topk=2, tokens=24))
+            for n in ("a", "b", "c", "d")]
+    assert [c.name for c in moe_catalog.within_budget(cfgs, 10.0, clock)] == ["a", "b"]
+    assert capsys.readouterr().out.splitlines() == ["c: skipped (time budget)", "d: skipped (time budget)"]
+    assert len(list(moe_catalog.within_budget(cfgs, 0.0))) == 4          # 0: no budget
