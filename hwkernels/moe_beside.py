@@ -152,8 +152,9 @@ def run_config(cfg, args, commit, dirty, plat, device, sms) -> list:
     data = moe_reference.make_inputs(s, cfg.seed, device)
     lay = expert_layout(s, route(s, cfg.routing, cfg.skew, cfg.seed))
     ref = moe_reference.reference(data, lay, s.topk)
-    outs = {d: (host_out if d == "host" else local_out)(s, device)[0] for d in args.dests}
-    outs.setdefault("local", local_out(s, device)[0])
+    # the whole (view, cpu view, buffer) triple stays referenced: the pinned memory is freed with its buffer
+    held = {d: (host_out if d == "host" else local_out)(s, device) for d in {*args.dests, "local"}}
+    outs = {d: h[0] for d, h in held.items()}
     kc = replace(SETTINGS[s.precision], stamps=True)
     base = schedule_table(s, lay, "wave", n_streams=sms)
     # the activations: one program runs the whole wave table (no wait can stall it, also under
