@@ -100,8 +100,8 @@ def window_samples(fused, kernel_us: float) -> dict:
 
     out = kernel_samples(fused, kernel_us)
     st = fused.stamp_array()
-    kind = fused.tiles.cpu().numpy()[:, 0]
     t = tile_times(st, fused.tiles.cpu().numpy())
+    kind = t.kind
     l2 = kind == 1
     first, last = st[l2, 0].min(), st[l2, 4].max()
     out["store_window_us"] = float(last - first) / 1e3
