@@ -1,6 +1,20 @@
 """What the fused MoE runner (hwkernels.moe_bench) writes to and prints: the Combine destinations, the table."""
 
 
+def one_gpu_session():
+    """What a one-GPU MoE probe's records name: (device, SMs, commit, dirty, platform). The platform is
+    the machine as every host-link record names it (a local-Combine run says so in its params)."""
+    import torch
+
+    from . import records
+    from .platform_info import platform, smi_sm_clock_mhz
+
+    device = torch.device("cuda", 0)
+    sms = torch.cuda.get_device_properties(device).multi_processor_count
+    commit, dirty = records.run_commit()
+    return device, sms, commit, dirty, platform(1, smi_sm_clock_mhz(), 0, 1, destination="host")
+
+
 def host_out(shape, device):
     """A [T, topk, H] bf16 CUDA view of mapped pinned host memory, its CPU view, the buffer."""
     import torch

@@ -204,16 +204,12 @@ def run_config(cfg, args, commit, dirty, plat, device, sms) -> list:
 def main(argv=None) -> int:
     import torch
 
-    from . import records
+    from .moe_bench_io import one_gpu_session
     from .moe_catalog import load_configs, within_budget
-    from .platform_info import platform, smi_sm_clock_mhz
 
     args = parse_args(argv)
     configs = load_configs(args.configs)
-    device = torch.device("cuda", 0)
-    sms = torch.cuda.get_device_properties(device).multi_processor_count
-    commit, dirty = records.run_commit()
-    plat = platform(1, smi_sm_clock_mhz(), 0, 1, destination="host")
+    device, sms, commit, dirty, plat = one_gpu_session()
     rows = []
     for cfg in within_budget(configs, args.budget_s):
         rows += run_config(cfg, args, commit, dirty, plat, device, sms)

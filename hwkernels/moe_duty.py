@@ -160,21 +160,17 @@ def main(argv=None) -> int:
     import torch
 
     from .fa_power import Sampler
+    from .moe_bench_io import one_gpu_session
     from .moe_catalog import load_configs, within_budget
-    from .platform_info import platform, smi_sm_clock_mhz
 
     args = parse_args(argv)
     configs = load_configs(args.configs)
-    device = torch.device("cuda", 0)
-    sms = torch.cuda.get_device_properties(device).multi_processor_count
-    commit, dirty = records.run_commit()
+    # the host link's platform though the Combine stays local ("local" named no link on one GPU:
+    # nvidia-smi topo's CPU affinity, "0-15"); the params say where the Combine went
+    device, sms, commit, dirty, plat = one_gpu_session()
     smi = Sampler(args.smi_ms)
-    rows, all_ok, plat = [], True, None
+    rows, all_ok = [], True
     for cfg in within_budget(configs, args.budget_s):
-        if plat is None:
-            # the machine as every host-link record names it (Combine stays local: params say so);
-            # "local" named no link here (nvidia-smi topo's CPU affinity on one GPU, "0-15")
-            plat = platform(1, smi_sm_clock_mhz(), 0, 1, destination="host")
         got = run_config(cfg, args, commit, dirty, smi, device, sms, plat)
         rows += got
         all_ok &= all(ok for *_, ok, _ in got)
