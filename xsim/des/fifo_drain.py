@@ -90,6 +90,17 @@ class _Fifo:
             self.open = False
         return a, drain * self.frac[0], a_total
 
+    def advance(self, acc, drn, nbytes, a, d, a_total: float, drain: float, dt: float):
+        """Run ``dt`` at the rates of :meth:`accept`: the producers' accepted and drained bytes
+        (new arrays), the tail segment's growth and the head's drain."""
+        acc = np.minimum(acc + a * dt, nbytes)
+        drn = np.minimum(drn + d * dt, acc)
+        if self.open:
+            self.length[-1] += a_total * dt
+        if not self.empty():
+            self.length[0] -= drain * dt
+        return acc, drn
+
     def settle(self, t, acc, drn, nbytes, drain, drained_at) -> None:
         """Drop emptied head segments; producers with no byte left in the FIFO are drained
         (``drn`` catches up with ``acc``; ``drained_at`` set once they issued everything)."""
@@ -123,12 +134,7 @@ def simulate(start_us, nbytes, rate, cap, drain, max_events: int = 10_000_000) -
             raise RuntimeError("fifo_drain: too many events (a rate that never moves?)")
         a, d, a_total = _rates(t, start_us, acc, nbytes, rate, capped, fifo, drain)
         dt = _next_dt(t, start_us, acc, drn, nbytes, cap, a, d, capped, fifo, a_total, drain)
-        acc = np.minimum(acc + a * dt, nbytes)
-        drn = np.minimum(drn + d * dt, acc)
-        if fifo.open:
-            fifo.length[-1] += a_total * dt
-        if not fifo.empty():
-            fifo.length[0] -= drain * dt
+        acc, drn = fifo.advance(acc, drn, nbytes, a, d, a_total, drain, dt)
         t += dt
         _settle(t, acc, drn, nbytes, cap, a, d, capped, fifo, drain, issue_end, drained_at)
     return FifoResult(issue_end, drained_at, events)

@@ -106,12 +106,7 @@ def simulate(start_us, nbytes, rate, weight, limit, pool, drain, max_events: int
             raise RuntimeError("fifo_pool: too many events (a rate that never moves?)")
         a, d, a_total = _rates(t, start_us, acc, nbytes, rate, weight, st, fifo, drain)
         dt = _next_dt(t, start_us, acc, drn, nbytes, limit, pool, a, d, st, fifo, a_total, drain)
-        acc = np.minimum(acc + a * dt, nbytes)
-        drn = np.minimum(drn + d * dt, acc)
-        if fifo.open:
-            fifo.length[-1] += a_total * dt
-        if not fifo.empty():
-            fifo.length[0] -= drain * dt
+        acc, drn = fifo.advance(acc, drn, nbytes, a, d, a_total, drain, dt)
         t += dt
         _settle(t, acc, drn, nbytes, limit, pool, a, d, st, fifo, drain, issue_end, drained_at)
         peak_q = np.maximum(peak_q, acc - drn)
