@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from xsim.des.fifo_drain import TOL_BYTES, TOL_US, _check, _Fifo
+from xsim.des.fifo_drain import _next_dt as _drain_next_dt
 
 
 @dataclass(frozen=True)
@@ -152,24 +153,10 @@ def _settle(t, acc, drn, nbytes, limit, pool, a, d, st, fifo, drain, issue_end, 
 
 
 def _next_dt(t, start_us, acc, drn, nbytes, limit, pool, a, d, st, fifo, a_total, drain) -> float:
-    """Time to the earliest event at these rates."""
-    dt = np.inf
-    later = start_us > t + TOL_US
-    if later.any():
-        dt = min(dt, float((start_us[later] - t).min()))
-    go = a > 0.0
-    if go.any():
-        dt = min(dt, float(((nbytes[go] - acc[go]) / a[go]).min()))
-    rise = ~st.capped & (a > d) & (acc < nbytes)
-    if rise.any():
-        dt = min(dt, float((np.maximum(limit[rise] - (acc[rise] - drn[rise]), 0.0)
-                            / (a[rise] - d[rise])).min()))
+    """Time to the earliest event at these rates: fifo_drain's events (per-producer limits as its
+    caps) or the pool filling."""
+    dt = _drain_next_dt(t, start_us, acc, drn, nbytes, limit, a, d, st.capped, fifo, a_total, drain)
     grow = a_total - float(d.sum())
     if not st.full and grow > 0.0:
         dt = min(dt, max(pool - float((acc - drn).sum()), 0.0) / grow)
-    if not fifo.empty():
-        head_only_open = len(fifo.length) == 1 and fifo.open
-        shrink = drain - (a_total if head_only_open else 0.0)
-        if shrink > 0.0:
-            dt = min(dt, max(fifo.length[0], 0.0) / shrink)
-    return max(dt, 0.0)
+    return dt
