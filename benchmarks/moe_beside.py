@@ -4,7 +4,8 @@ link carries a given store rate, against the same table with the Combine into de
 Per config and point (own j: every SM stores its L2 tile's Combine, then runs j L1 tiles; beside n: n
 programs store, the others run L1 tiles only): the store rate over the host-link run's store window
 (bytes / window, and as a share of the profile's drain rate R), each kind's median mainloop over the link
-beside the local control's and their ratio, the kernel times. Nothing here is fitted: it is the
+beside the local control's and their ratio, also at one clock (each launch's own mean SM clock: a
+compute-bound mainloop scales with 1 / clock, so DVFS is told apart from the link), the kernel times. Nothing here is fitted: it is the
 measurement a law for the link's cost inside running mainloops would be calibrated on (docs/moe.md).
 
     PYTHONPATH=. python benchmarks/moe_beside.py [--platform NAME] [RECORDS.jsonl ...]
@@ -59,21 +60,29 @@ def rows(recs: list[dict], rate_gbps: float) -> list[dict]:
         gbps = host["params"]["l2_bytes"] / (window * 1e3) if window > 0 else NAN
         row = {"config": config, "pattern": pattern, "k": k, "gbps": gbps, "load": gbps / rate_gbps,
                "kernel_host": _med(host, "kernel_us"), "kernel_local": _med(local, "kernel_us")}
+        # each launch's own mean SM clock: a compute-bound mainloop scales with 1 / clock, so the ratio
+        # at one clock (host mainloop x host clock / local clock) is what the link costs beyond DVFS
+        mhz_h, mhz_l = _med(host, "run_clock_mhz"), _med(local, "run_clock_mhz")
+        clock = mhz_h / mhz_l if mhz_l > 0 else NAN
+        row |= {"mhz_host": mhz_h, "mhz_local": mhz_l}
         for kind, name in (("l1", l1), ("l2", "l2_mainloop_us")):
             h, lo = _med(host, name), _med(local, name)
-            row |= {f"{kind}_host": h, f"{kind}_local": lo, f"{kind}_ratio": h / lo if lo > 0 else NAN}
+            ratio = h / lo if lo > 0 else NAN
+            row |= {f"{kind}_host": h, f"{kind}_local": lo, f"{kind}_ratio": ratio,
+                    f"{kind}_ratio_at_clock": ratio * clock}
         out.append(row)
     return out
 
 
 def table(rs: list[dict]) -> list[str]:
-    lines = ["| config | pattern | k | GB/s in window | load | L1 us host / local | ratio | L2 us host / local | "
-             "ratio | kernel us host / local |",
-             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = ["| config | pattern | k | GB/s in window | load | L1 us host / local | ratio (at one clock) | "
+             "L2 us host / local | ratio (at one clock) | MHz host / local | kernel us host / local |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in rs:
         lines.append(f"| {r['config']} | {r['pattern']} | {r['k']} | {r['gbps']:.1f} | {r['load']:.2f} | "
-                     f"{r['l1_host']:.2f} / {r['l1_local']:.2f} | {r['l1_ratio']:.3f} | "
-                     f"{r['l2_host']:.2f} / {r['l2_local']:.2f} | {r['l2_ratio']:.3f} | "
+                     f"{r['l1_host']:.2f} / {r['l1_local']:.2f} | {r['l1_ratio']:.3f} ({r['l1_ratio_at_clock']:.3f}) | "
+                     f"{r['l2_host']:.2f} / {r['l2_local']:.2f} | {r['l2_ratio']:.3f} ({r['l2_ratio_at_clock']:.3f}) | "
+                     f"{r['mhz_host']:.0f} / {r['mhz_local']:.0f} | "
                      f"{r['kernel_host']:.0f} / {r['kernel_local']:.0f} |")
     return lines
 

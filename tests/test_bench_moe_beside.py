@@ -11,8 +11,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import moe_beside as mb  # noqa: E402
 
 
-def _rec(dest, pattern, k, l1, l2, window=None, ok=True):
-    stats = {"kernel_us": {"median": 100.0}, "l2_mainloop_us": {"median": l2},
+def _rec(dest, pattern, k, l1, l2, window=None, ok=True, mhz=1500.0):
+    stats = {"kernel_us": {"median": 100.0}, "l2_mainloop_us": {"median": l2}, "run_clock_mhz": {"median": mhz},
              ("l1_mainloop_us" if pattern == "own" else "l1_during_us"): {"median": l1}}
     if window:
         stats["store_window_us"] = {"median": window}
@@ -22,7 +22,7 @@ def _rec(dest, pattern, k, l1, l2, window=None, ok=True):
 
 
 def test_rows_pair_host_with_local_and_read_the_right_l1():
-    recs = [_rec("host", "own", 2, 20.0, 44.0, window=200.0), _rec("local", "own", 2, 18.0, 40.0),
+    recs = [_rec("host", "own", 2, 20.0, 44.0, window=200.0, mhz=1650.0), _rec("local", "own", 2, 18.0, 40.0),
             _rec("host", "beside", 33, 19.0, 41.0, window=100.0), _rec("local", "beside", 33, 19.0, 41.0),
             _rec("host", "own", 4, 1.0, 1.0, window=1.0)]              # no local pair: no row
     rs = mb.rows(recs, 50.0)
@@ -31,6 +31,8 @@ def test_rows_pair_host_with_local_and_read_the_right_l1():
     assert own["gbps"] == pytest.approx(25.0) and own["load"] == pytest.approx(0.5)   # 5 MB / 200 us
     assert own["l1_ratio"] == pytest.approx(20 / 18) and own["l2_ratio"] == pytest.approx(1.1)
     assert rs[0]["l1_ratio"] == pytest.approx(1.0) and rs[0]["gbps"] == pytest.approx(50.0)
+    # at one clock: the host run clocked 10 % higher, so its 10 % longer L2 mainloops are 21 % more cycles
+    assert own["l2_ratio_at_clock"] == pytest.approx(1.1 * 1.1) and rs[0]["l2_ratio_at_clock"] == pytest.approx(1.0)
 
 
 def test_a_failed_check_is_left_out():
