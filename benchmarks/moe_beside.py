@@ -5,8 +5,9 @@ Per config and point (own j: every SM stores its L2 tile's Combine, then runs j 
 programs store, the others run L1 tiles only): the store rate over the host-link run's store window
 (bytes / window, and as a share of the profile's drain rate R), each kind's median mainloop over the link
 beside the local control's and their ratio, also at one clock (each launch's own mean SM clock: a
-compute-bound mainloop scales with 1 / clock, so DVFS is told apart from the link), the kernel times. Nothing here is fitted: it is the
-measurement a law for the link's cost inside running mainloops would be calibrated on (docs/moe.md).
+compute-bound mainloop scales with 1 / clock, so DVFS is told apart from the link), the kernel times.
+Nothing here is fitted: it is the measurement a law for the link's cost inside running mainloops would
+be calibrated on (docs/moe.md).
 
     PYTHONPATH=. python benchmarks/moe_beside.py [--platform NAME] [RECORDS.jsonl ...]
 writes benchmarks/results/moe_beside_<platform>.txt; the records default to the platform's shipped
