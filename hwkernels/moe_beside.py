@@ -96,11 +96,11 @@ def store_bytes(table, layout, shape) -> int:
 
 def window_samples(fused, kernel_us: float) -> dict:
     """kernel_samples plus the store window and the L1 mainloops that ran inside it."""
-    from .moe_stamps import kernel_samples, tile_times
+    from .moe_stamps import kernel_samples, run_times
 
-    out = kernel_samples(fused, kernel_us)
     st = fused.stamp_array()
-    t = tile_times(st, fused.tiles.cpu().numpy())
+    t = run_times(fused, st)                  # the stamps off the GPU once, their times once
+    out = kernel_samples(fused, kernel_us, t)
     kind = t.kind
     l2 = kind == 1
     first, last = st[l2, 0].min(), st[l2, 4].max()

@@ -70,12 +70,20 @@ FUSED_RECORD_STATS = {
            "epilogue_us": "l2_epilogue_us", "gap_us": "l2_gap_us"}}
 
 
-def kernel_samples(fused, kernel_us: float) -> dict:
+def run_times(fused, stamps=None) -> TileTimes:
+    """One stamped run of the fused kernel (``moe.FusedMoE``) as tile times (``stamps``: its
+    ``stamp_array()``, when the caller already copied it off the GPU)."""
+    st = fused.stamp_array() if stamps is None else stamps
+    return tile_times(st, fused.tiles.cpu().numpy(), fused.offsets.cpu().numpy())
+
+
+def kernel_samples(fused, kernel_us: float, t: TileTimes | None = None) -> dict:
     """One stamped run of the fused kernel (``moe.FusedMoE``) as the runner's named samples: the
     kernel time, the Combine spans (= the eq. 15 stalls at S = 0), each kind's waits, mainloops,
     epilogues and gaps, L1's store and release, the time outside every tile, and (on the GPU)
-    the launch's own mean SM clock (the kernel's CLK sums)."""
-    t = tile_times(fused.stamp_array(), fused.tiles.cpu().numpy(), fused.offsets.cpu().numpy())
+    the launch's own mean SM clock (the kernel's CLK sums). ``t``: the run's :func:`run_times`,
+    when the caller has them."""
+    t = run_times(fused) if t is None else t
     span = t.of(1, "store_us")
     return {"kernel_us": kernel_us, "span_us": span, "stall_us": span,
             "wait_us": t.of(1, "wait_us"), "signal_us": t.of(0, "signal_us"),
