@@ -1,0 +1,32 @@
+#!/bin/bash
+# GEMM tiles beside host stores (hwkernels.moe_beside) on whichever one-GPU machine is lent, in one
+# device call (docs/moe.md, "GEMM tiles beside host stores"):
+#   H200: the four default layers and dit-moe hot, own 0..12 and beside 8..116 (the H200 has no beside
+#         records yet), then the local-Combine duty records the H200's MoE clock law lacks.
+#   H100: eight more layers over the catalog's shapes, for a law fitted across layers.
+#   XSTAGE_COMMIT=<sha> bash hwkernels/run_moe_beside_device.sh      (writes under $OUT)
+set -u
+: "${OUT:?OUT must name the output folder}" "${XSTAGE_COMMIT:?XSTAGE_COMMIT must be the commit measured}"
+export PYTHONPATH=$PWD NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 XSTAGE_COMMIT PYTHONUNBUFFERED=1
+mkdir -p "$OUT/logs"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu \
+  --format=csv > "$OUT/logs/smi-before.csv" 2>&1
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
+case "$gpu" in
+  *H200*) configs=moe1-dit-moe-bf16-zipf-4096,moe1-hy3-bf16-balanced-1024,moe1-glm-5.2-fp8-balanced-1024
+          configs=$configs,moe1-mimo-v2.5-bf16-balanced-4096,moe1-dit-moe-bf16-hot-4096
+          own=0,1,2,3,4,6,8,12 storers=8,16,33,50,66,82,99,116 ;;
+  *)      configs=moe1-dit-moe-bf16-hot-4096,moe1-qwen3-30b-bf16-zipf-4096,moe1-dsv4-flash-bf16-zipf-4096
+          configs=$configs,moe1-hunyuan-large-bf16-balanced-1024,moe1-hy3-fp8-zipf-4096
+          configs=$configs,moe1-qwen3.5-bf16-zipf-1024,moe1-qwen3-30b-fp8-balanced-4096,moe1-mimo-v2.5-fp8-hot-1024
+          own=0,1,2,3,4,8 storers=33,66,99 ;;
+esac
+echo "$gpu: $configs"
+timeout 200 python3 -m hwkernels.moe_beside --out "$OUT/moe-beside.jsonl" --configs "$configs" --own "$own" \
+  --storers "$storers" --repeats 5 --budget-s 140 > "$OUT/logs/beside.log" 2>&1
+echo "beside rc $?"; tail -n 30 "$OUT/logs/beside.log"
+case "$gpu" in
+  *H200*) GAPS=0,0.2,0.5,1.5 REPEATS=2 timeout 200 bash hwkernels/run_moe_clock_device.sh duty 150 \
+            > "$OUT/logs/duty-driver.log" 2>&1; echo "duty rc $?"; tail -n 20 "$OUT/logs/duty-driver.log" ;;
+esac
+nvidia-smi --query-gpu=name,clocks.sm,power.draw,temperature.gpu --format=csv > "$OUT/logs/smi-after.csv" 2>&1
