@@ -1,0 +1,158 @@
+"""The DES on the beside tables: does the calibrated load gate predict how much longer a MoE mainloop runs
+beside host stores (``hwkernels.moe_beside`` records)?
+
+Per measured point (config, own j or beside n) the same tile table runs in the DES twice, with the
+platform's link and without it (``xsim.builders.moe.without_link``, the local control), every tile's
+mainloop the point's own measured local-control median (one per kind) times a spread factor drawn from
+the control's own p10-p90 (so the storers fall out of step as on the GPU; the control is the input, the
+link's cost is the prediction), the l2_full counters ready as in the kernel
+(``FusedMoE(ready=True)``), the measured epilogues. A tile's predicted mainloop is its time at the load
+gate plus its mainloop (the kernel's mainloop stamps hold both: the loads wait behind accepted stores
+inside them). Printed: the measured host/local L2 (and L1) median ratio beside the DES's, with the
+profile's gate as calibrated (``start``: a mainloop waits before it starts) and in ``stall`` mode (also
+paused while it runs). Nothing is fitted here: the profile is the one the microbenchmarks calibrated.
+
+    PYTHONPATH=. python benchmarks/moe_beside_des.py [--platform NAME] [RECORDS.jsonl ...]
+writes benchmarks/results/moe_beside_des_<platform>.txt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from moe_beside import _med, points  # noqa: E402  benchmarks/ is the script's folder
+from provenance import commit_note  # noqa: E402
+
+from hwkernels.moe_beside import BESIDE, beside_table, flop_ratio  # noqa: E402
+from hwkernels.moe_catalog import load_configs  # noqa: E402
+from hwkernels.records import read_records  # noqa: E402
+from xsim.builders.moe import without_link  # noqa: E402
+from xsim.des import simulate  # noqa: E402
+from xsim.fileio import atomic_write  # noqa: E402
+from xsim.moe.des_workload import tile_workload  # noqa: E402
+from xsim.moe.layout import expert_layout  # noqa: E402
+from xsim.moe.routing import route  # noqa: E402
+from xsim.moe.schedule import schedule_table  # noqa: E402
+from xsim.moe.tiles import L1, L2  # noqa: E402
+from xsim.platform import ProfileError, resolve_platform  # noqa: E402
+from xsim.spread import spread_cv, tile_factors  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+MODES = ("start", "stall")
+
+
+def simulated_mainloops(table, shape, lay, platform, local: dict, cv: dict, seed: int) -> dict:
+    """{"l1", "l2": median of gate wait + mainloop} of the table in the DES on ``platform``, each tile's
+    mainloop its kind's median times its spread factor (``cv`` by kind, :mod:`xsim.spread`)."""
+    factor = tile_factors(table.tiles, {L1: cv["l1"], L2: cv["l2"]}, seed)
+    w = tile_workload(table, shape, lay, platform, local["l1"], local["l2"], 0, "issue",
+                      local["l2_epilogue"], local["l1_epilogue"], 0.0, factor)
+    w = replace(w, wait_counter=np.full(w.n_tiles, -1, np.int64))   # ready=True: no l2_full wait
+    t = simulate(w, engine="fast", trace=False).times
+    held = t.gate_wait_us + (t.mainloop_end - t.mainloop_start)
+    return {k: float(np.median(held[w.kind == kind])) if np.any(w.kind == kind) else math.nan
+            for k, kind in (("l1", L1), ("l2", L2))}
+
+
+def row(cfg, pattern: str, k: int, by: dict, platform, sms: int, seeds: int) -> dict:
+    host, loc = by["host"], by["local"]
+    l1_name = "l1_mainloop_us" if pattern == "own" else "l1_during_us"
+    local = {"l1": _med(loc, "l1_mainloop_us"), "l2": _med(loc, "l2_mainloop_us"),
+             "l1_epilogue": _med(loc, "l1_epilogue_us"), "l2_epilogue": _med(loc, "l2_epilogue_us")}
+    local = {n: (0.0 if math.isnan(v) else v) for n, v in local.items()}
+    cv = {k: _cv(loc, f"{k}_mainloop_us") for k in ("l1", "l2")}
+    s = cfg.shape
+    lay = expert_layout(s, route(s, cfg.routing, cfg.skew, cfg.seed))
+    table = beside_table(schedule_table(s, lay, "wave", n_streams=sms), pattern, k, sms, flop_ratio(s))
+    out = {"config": cfg.name, "pattern": pattern, "k": k}
+    for kind, name in (("l1", l1_name), ("l2", "l2_mainloop_us")):
+        h, lo = _med(host, name), _med(loc, name)
+        out[f"{kind}_measured"] = h / lo if lo > 0 else math.nan
+    ratios = {mode: [] for mode in MODES}
+    for seed in range(seeds):
+        base = simulated_mainloops(table, s, lay, without_link(platform), local, cv, seed)
+        for mode in MODES:
+            sim = simulated_mainloops(table, s, lay, platform.with_overrides(load_gate_mode=mode), local, cv, seed)
+            ratios[mode].append([sim[k] / base[k] if base[k] > 0 else math.nan for k in ("l1", "l2")])
+    for mode in MODES:
+        for kind, r in zip(("l1", "l2"), np.mean(ratios[mode], axis=0)):
+            out[f"{kind}_{mode}"] = float(r)
+    return out
+
+
+def _cv(rec: dict, name: str) -> float:
+    """The spread of a record's samples (xsim.spread.spread_cv of p10, p90, mean; 0 without them)."""
+    st = (rec.get("stats") or {}).get(name)
+    return spread_cv(st["p10"], st["p90"], st["mean"]) if st and st.get("mean", 0) > 0 else 0.0
+
+
+def table_lines(rs: list[dict]) -> list[str]:
+    lines = ["| config | pattern | k | L2 measured | L2 DES start | L2 DES stall | L1 measured | L1 DES start | "
+             "L1 DES stall |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rs:
+        lines.append(f"| {r['config']} | {r['pattern']} | {r['k']} | " + " | ".join(
+            f"{r[f'{kind}_{m}']:.3f}" for kind in ("l2", "l1") for m in ("measured", *MODES)) + " |")
+    return lines
+
+
+def errors(rs: list[dict]) -> list[str]:
+    out = []
+    for mode in MODES:
+        err = np.array([r[f"l2_{mode}"] - r["l2_measured"] for r in rs])
+        err = err[np.isfinite(err)]
+        out.append(f"L2 ratio, DES {mode} gate minus measured over {len(err)} points: mean {err.mean():+.3f}, "
+                   f"mean |err| {np.abs(err).mean():.3f}, worst {err[np.argmax(np.abs(err))]:+.3f}")
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("records", nargs="*", type=Path)
+    ap.add_argument("--platform", default="h200-pcie-host")
+    ap.add_argument("--seeds", type=int, default=2, help="spread seeds 0..N-1, ratios averaged")
+    args = ap.parse_args(argv)
+    if args.seeds < 1:
+        print("moe_beside_des: --seeds must be >= 1", file=sys.stderr)
+        return 2
+    paths = args.records or [ROOT / "calibration" / "records" / f"{args.platform}-moe-beside.jsonl"]
+    try:
+        platform = resolve_platform(args.platform)
+        recs = [r for p in paths for r in read_records(p)]
+    except (ProfileError, OSError, ValueError) as e:
+        print(f"moe_beside_des: {e}", file=sys.stderr)
+        return 2
+    pts = {key: by for key, by in points(recs).items() if {"host", "local"} <= set(by)}
+    if not pts:
+        print(f"moe_beside_des: no checked beside records with both destinations in "
+              f"{', '.join(map(str, paths))}", file=sys.stderr)
+        return 2
+    configs = {c.name: c for c in load_configs(",".join(sorted({key[0] for key in pts})))}
+    rs = []
+    for (name, pattern, k), by in sorted(pts.items()):
+        sms = int(by["host"]["params"]["programs"])
+        if pattern == BESIDE and not 1 <= k < sms:
+            continue
+        rs.append(row(configs[name], pattern, k, by, platform, sms, args.seeds))
+    commits = sorted({r.get("commit", "?") for r in recs})
+    gate = platform.load_gate
+    lines = [f"The DES on the beside tables, {args.platform} (gate: {gate.scope} scope, {gate.threshold_bytes:.0f} B; "
+             f"records of {', '.join(commits)}: {', '.join(p.name for p in paths)}); {commit_note()}",
+             f"host / local median mainloop (gate wait + mainloop), measured and simulated from the local control's "
+             f"medians, each tile's mainloop spread by the control's own p10-p90 (spread seeds 0-{args.seeds - 1}, ratios "
+             "averaged)", "", *table_lines(rs), "", *errors(rs)]
+    out = ROOT / "benchmarks" / "results" / f"moe_beside_des_{args.platform}.txt"
+    atomic_write(out, "\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
