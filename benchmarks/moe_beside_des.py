@@ -2,15 +2,17 @@
 beside host stores (``hwkernels.moe_beside`` records)?
 
 Per measured point (config, own j or beside n) the same tile table runs in the DES twice, with the
-platform's link and without it (``xsim.builders.moe.without_link``, the local control), every tile's
-mainloop the point's own measured local-control median (one per kind) times a spread factor drawn from
-the control's own p10-p90 (so the storers fall out of step as on the GPU; the control is the input, the
-link's cost is the prediction), the l2_full counters ready as in the kernel
-(``FusedMoE(ready=True)``), the measured epilogues. A tile's predicted mainloop is its time at the load
-gate plus its mainloop (the kernel's mainloop stamps hold both: the loads wait behind accepted stores
-inside them). Printed: the measured host/local L2 (and L1) median ratio beside the DES's, with the
-profile's gate as calibrated (``start``: a mainloop waits before it starts) and in ``stall`` mode (also
-paused while it runs). Nothing is fitted here: the profile is the one the microbenchmarks calibrated.
+platform's link and without it (``xsim.builders.moe.without_link``, the local control). Every tile's
+mainloop is the point's own local control's mean time held before and in a mainloop of its kind (its
+wait, which with the counters ready is the l2_full poll, a load, and its mainloop) times a spread factor
+drawn from the control's own p10-p90 (so the storers fall out of step as on the GPU); the l2_full
+counters are ready as in the kernel (``FusedMoE(ready=True)``); the epilogues are the control's. The
+control is the input, the link's cost is the prediction. A tile's predicted time is its wait at the
+load gate plus its mainloop; the measured one is its wait plus its mainloop (the loads behind the
+stores are the poll's and the mainloop's). Printed: host / local of that mean per kind, and of the
+kernel time (measured: CUDA-event medians; DES: makespans), measured beside the DES with the profile's
+gate as calibrated (``start``: a mainloop waits before it starts) and in ``stall`` mode (also paused
+while it runs). Nothing is fitted here: the profile is the one the microbenchmarks calibrated.
 
     PYTHONPATH=. python benchmarks/moe_beside_des.py [--platform NAME] [RECORDS.jsonl ...]
 writes benchmarks/results/moe_beside_des_<platform>.txt.
@@ -47,45 +49,59 @@ from xsim.spread import spread_cv, tile_factors  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MODES = ("start", "stall")
+KINDS = ("l1", "l2", "kernel")
 
 
 def simulated_mainloops(table, shape, lay, platform, local: dict, cv: dict, seed: int) -> dict:
-    """{"l1", "l2": median of gate wait + mainloop} of the table in the DES on ``platform``, each tile's
-    mainloop its kind's median times its spread factor (``cv`` by kind, :mod:`xsim.spread`)."""
+    """{"l1", "l2": mean of gate wait + mainloop; "kernel": makespan} of the table in the DES on
+    ``platform``, each tile's mainloop its kind's time in ``local`` times its spread factor (``cv`` by
+    kind, :mod:`xsim.spread`)."""
     factor = tile_factors(table.tiles, {L1: cv["l1"], L2: cv["l2"]}, seed)
     w = tile_workload(table, shape, lay, platform, local["l1"], local["l2"], 0, "issue",
                       local["l2_epilogue"], local["l1_epilogue"], 0.0, factor)
     w = replace(w, wait_counter=np.full(w.n_tiles, -1, np.int64))   # ready=True: no l2_full wait
-    t = simulate(w, engine="fast", trace=False).times
+    result = simulate(w, engine="fast", trace=False)
+    t = result.times
     held = t.gate_wait_us + (t.mainloop_end - t.mainloop_start)
-    return {k: float(np.median(held[w.kind == kind])) if np.any(w.kind == kind) else math.nan
-            for k, kind in (("l1", L1), ("l2", L2))}
+    out = {k: float(np.mean(held[w.kind == kind])) if np.any(w.kind == kind) else math.nan
+           for k, kind in (("l1", L1), ("l2", L2))}
+    return out | {"kernel": float(result.makespan_us)}
 
 
 def row(cfg, pattern: str, k: int, by: dict, platform, sms: int, seeds: int) -> dict:
     host, loc = by["host"], by["local"]
-    l1_name = "l1_mainloop_us" if pattern == "own" else "l1_during_us"
-    local = {"l1": _med(loc, "l1_mainloop_us"), "l2": _med(loc, "l2_mainloop_us"),
-             "l1_epilogue": _med(loc, "l1_epilogue_us"), "l2_epilogue": _med(loc, "l2_epilogue_us")}
+    local = {"l1": _held(loc, "l1"), "l2": _held(loc, "l2"),
+             "l1_epilogue": _mean(loc, "l1_epilogue_us"), "l2_epilogue": _mean(loc, "l2_epilogue_us")}
     local = {n: (0.0 if math.isnan(v) else v) for n, v in local.items()}
     cv = {k: _cv(loc, f"{k}_mainloop_us") for k in ("l1", "l2")}
     s = cfg.shape
     lay = expert_layout(s, route(s, cfg.routing, cfg.skew, cfg.seed))
     table = beside_table(schedule_table(s, lay, "wave", n_streams=sms), pattern, k, sms, flop_ratio(s))
     out = {"config": cfg.name, "pattern": pattern, "k": k}
-    for kind, name in (("l1", l1_name), ("l2", "l2_mainloop_us")):
-        h, lo = _med(host, name), _med(loc, name)
+    for kind in ("l1", "l2"):
+        h, lo = _held(host, kind), _held(loc, kind)
         out[f"{kind}_measured"] = h / lo if lo > 0 else math.nan
+    out["kernel_measured"] = _med(host, "kernel_us") / _med(loc, "kernel_us")
     ratios = {mode: [] for mode in MODES}
     for seed in range(seeds):
         base = simulated_mainloops(table, s, lay, without_link(platform), local, cv, seed)
         for mode in MODES:
             sim = simulated_mainloops(table, s, lay, platform.with_overrides(load_gate_mode=mode), local, cv, seed)
-            ratios[mode].append([sim[k] / base[k] if base[k] > 0 else math.nan for k in ("l1", "l2")])
+            ratios[mode].append([sim[k] / base[k] if base[k] > 0 else math.nan for k in KINDS])
     for mode in MODES:
-        for kind, r in zip(("l1", "l2"), np.mean(ratios[mode], axis=0)):
+        for kind, r in zip(KINDS, np.mean(ratios[mode], axis=0)):
             out[f"{kind}_{mode}"] = float(r)
     return out
+
+
+def _mean(rec: dict, name: str) -> float:
+    return float(((rec.get("stats") or {}).get(name) or {}).get("mean", math.nan))
+
+
+def _held(rec: dict, kind: str) -> float:
+    """A tile's mean time from its program's previous tile to its mainloop's end: the wait (with the
+    counters ready, the l2_full poll: a load, held behind the stores like the mainloop's) and the mainloop."""
+    return _mean(rec, "l1_wait_us" if kind == "l1" else "wait_us") + _mean(rec, f"{kind}_mainloop_us")
 
 
 def _cv(rec: dict, name: str) -> float:
@@ -95,21 +111,22 @@ def _cv(rec: dict, name: str) -> float:
 
 
 def table_lines(rs: list[dict]) -> list[str]:
-    lines = ["| config | pattern | k | L2 measured | L2 DES start | L2 DES stall | L1 measured | L1 DES start | "
-             "L1 DES stall |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    head = " | ".join(f"{k} {m}" for k in ("L2", "L1", "kernel") for m in ("measured", "DES start", "DES stall"))
+    lines = [f"| config | pattern | k | {head} |", "| --- | --- | ---: |" + " ---: |" * 9]
     for r in rs:
         lines.append(f"| {r['config']} | {r['pattern']} | {r['k']} | " + " | ".join(
-            f"{r[f'{kind}_{m}']:.3f}" for kind in ("l2", "l1") for m in ("measured", *MODES)) + " |")
+            f"{r[f'{kind}_{m}']:.3f}" for kind in ("l2", "l1", "kernel") for m in ("measured", *MODES)) + " |")
     return lines
 
 
 def errors(rs: list[dict]) -> list[str]:
     out = []
-    for mode in MODES:
-        err = np.array([r[f"l2_{mode}"] - r["l2_measured"] for r in rs])
-        err = err[np.isfinite(err)]
-        out.append(f"L2 ratio, DES {mode} gate minus measured over {len(err)} points: mean {err.mean():+.3f}, "
-                   f"mean |err| {np.abs(err).mean():.3f}, worst {err[np.argmax(np.abs(err))]:+.3f}")
+    for kind, name in (("l2", "L2 mainloop"), ("kernel", "kernel time")):
+        for mode in MODES:
+            err = np.array([r[f"{kind}_{mode}"] - r[f"{kind}_measured"] for r in rs])
+            err = err[np.isfinite(err)]
+            out.append(f"{name} host/local, DES {mode} gate minus measured over {len(err)} points: mean "
+                       f"{err.mean():+.3f}, mean |err| {np.abs(err).mean():.3f}, worst {err[np.argmax(np.abs(err))]:+.3f}")
     return out
 
 
@@ -145,8 +162,8 @@ def main(argv=None) -> int:
     gate = platform.load_gate
     lines = [f"The DES on the beside tables, {args.platform} (gate: {gate.scope} scope, {gate.threshold_bytes:.0f} B; "
              f"records of {', '.join(commits)}: {', '.join(p.name for p in paths)}); {commit_note()}",
-             f"host / local median mainloop (gate wait + mainloop), measured and simulated from the local control's "
-             f"medians, each tile's mainloop spread by the control's own p10-p90 (spread seeds 0-{args.seeds - 1}, ratios "
+             f"host / local: mean wait + mainloop per kind (DES: gate wait + mainloop), and kernel time; simulated "
+             f"from the local control's means, each tile's mainloop spread by the control's own p10-p90 (spread seeds 0-{args.seeds - 1}, ratios "
              "averaged)", "", *table_lines(rs), "", *errors(rs)]
     out = ROOT / "benchmarks" / "results" / f"moe_beside_des_{args.platform}.txt"
     atomic_write(out, "\n".join(lines) + "\n")
