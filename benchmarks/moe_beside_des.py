@@ -81,14 +81,19 @@ def row(cfg, pattern: str, k: int, by: dict, platform, sms: int, seeds: int) -> 
     for kind in ("l1", "l2"):
         h, lo = _held(host, kind), _held(loc, kind)
         out[f"{kind}_measured"] = h / lo if lo > 0 else math.nan
+        out[f"{kind}_excess_measured"] = h - lo
+    window = _med(host, "store_window_us")
+    out["load"] = host["params"]["l2_bytes"] / (window * 1e3) / platform.drain_rate_gbps if window > 0 else math.nan
     out["kernel_measured"] = _med(host, "kernel_us") / _med(loc, "kernel_us")
-    ratios = {mode: [] for mode in MODES}
+    ratios, excess = {mode: [] for mode in MODES}, {mode: [] for mode in MODES}
     for seed in range(seeds):
         base = simulated_mainloops(table, s, lay, without_link(platform), local, cv, seed)
         for mode in MODES:
             sim = simulated_mainloops(table, s, lay, platform.with_overrides(load_gate_mode=mode), local, cv, seed)
             ratios[mode].append([sim[k] / base[k] if base[k] > 0 else math.nan for k in KINDS])
+            excess[mode].append(sim["l2"] - base["l2"])
     for mode in MODES:
+        out[f"l2_excess_{mode}"] = float(np.mean(excess[mode]))
         for kind, r in zip(KINDS, np.mean(ratios[mode], axis=0)):
             out[f"{kind}_{mode}"] = float(r)
     return out
@@ -112,10 +117,13 @@ def _cv(rec: dict, name: str) -> float:
 
 def table_lines(rs: list[dict]) -> list[str]:
     head = " | ".join(f"{k} {m}" for k in ("L2", "L1", "kernel") for m in ("measured", "DES start", "DES stall"))
-    lines = [f"| config | pattern | k | {head} |", "| --- | --- | ---: |" + " ---: |" * 9]
+    lines = [f"| config | pattern | k | load | L2 +us measured / DES start / stall | {head} |",
+             "| --- | --- | ---: | ---: | ---: |" + " ---: |" * 9]
     for r in rs:
-        lines.append(f"| {r['config']} | {r['pattern']} | {r['k']} | " + " | ".join(
-            f"{r[f'{kind}_{m}']:.3f}" for kind in ("l2", "l1", "kernel") for m in ("measured", *MODES)) + " |")
+        lines.append(f"| {r['config']} | {r['pattern']} | {r['k']} | {r['load']:.2f} | "
+                     + " / ".join(f"{r[f'l2_excess_{m}']:.1f}" for m in ("measured", *MODES)) + " | " + " | ".join(
+                         f"{r[f'{kind}_{m}']:.3f}" for kind in ("l2", "l1", "kernel") for m in ("measured", *MODES))
+                     + " |")
     return lines
 
 
@@ -162,7 +170,8 @@ def main(argv=None) -> int:
     gate = platform.load_gate
     lines = [f"The DES on the beside tables, {args.platform} (gate: {gate.scope} scope, {gate.threshold_bytes:.0f} B; "
              f"records of {', '.join(commits)}: {', '.join(p.name for p in paths)}); {commit_note()}",
-             f"host / local: mean wait + mainloop per kind (DES: gate wait + mainloop), and kernel time; simulated "
+             f"load: bytes over the store window over R; L2 +us: host - local mean wait + mainloop per L2 tile; host / local: "
+             f"that mean per kind (DES: gate wait + mainloop), and the kernel time; simulated "
              f"from the local control's means, each tile's mainloop spread by the control's own p10-p90 (spread seeds 0-{args.seeds - 1}, ratios "
              "averaged)", "", *table_lines(rs), "", *errors(rs)]
     out = ROOT / "benchmarks" / "results" / f"moe_beside_des_{args.platform}.txt"
