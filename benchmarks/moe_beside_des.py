@@ -170,9 +170,10 @@ def main(argv=None) -> int:
     gate = platform.load_gate
     lines = [f"The DES on the beside tables, {args.platform} (gate: {gate.scope} scope, {gate.threshold_bytes:.0f} B; "
              f"records of {', '.join(commits)}: {', '.join(p.name for p in paths)}); {commit_note()}",
-             f"load: bytes over the store window over R; L2 +us: host - local mean wait + mainloop per L2 tile; host / local: "
-             f"that mean per kind (DES: gate wait + mainloop), and the kernel time; simulated "
-             f"from the local control's means, each tile's mainloop spread by the control's own p10-p90 (spread seeds 0-{args.seeds - 1}, ratios "
+             "load: bytes over the store window over R; L2 +us: host - local mean wait + mainloop per L2 tile; "
+             "host / local: that mean per kind (DES: gate wait + mainloop), and the kernel time; simulated from the "
+             "local control's means, each tile's mainloop spread by the control's own p10-p90 "
+             f"(spread seeds 0-{args.seeds - 1}, ratios "
              "averaged)", "", *table_lines(rs), "", *errors(rs)]
     out = ROOT / "benchmarks" / "results" / f"moe_beside_des_{args.platform}.txt"
     atomic_write(out, "\n".join(lines) + "\n")
