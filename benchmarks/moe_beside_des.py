@@ -133,8 +133,9 @@ def errors(rs: list[dict]) -> list[str]:
         for mode in MODES:
             err = np.array([r[f"{kind}_{mode}"] - r[f"{kind}_measured"] for r in rs])
             err = err[np.isfinite(err)]
+            worst = err[np.argmax(np.abs(err))]
             out.append(f"{name} host/local, DES {mode} gate minus measured over {len(err)} points: mean "
-                       f"{err.mean():+.3f}, mean |err| {np.abs(err).mean():.3f}, worst {err[np.argmax(np.abs(err))]:+.3f}")
+                       f"{err.mean():+.3f}, mean |err| {np.abs(err).mean():.3f}, worst {worst:+.3f}")
     return out
 
 
