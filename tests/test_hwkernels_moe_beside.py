@@ -101,3 +101,14 @@ def test_bad_options_are_one_line_exit_2(argv, msg, capsys):
     with pytest.raises(SystemExit) as e:
         moe_beside.parse_args(["--out", "x.jsonl", *argv])
     assert e.value.code == 2 and msg in capsys.readouterr().err
+
+
+def test_the_device_script_names_only_catalog_configs():
+    """hwkernels/run_moe_beside_device.sh spends device time: every config it names must load."""
+    import re
+    from pathlib import Path
+
+    text = (Path(moe_beside.__file__).parent / "run_moe_beside_device.sh").read_text()
+    names = [n for part in re.findall(r"configs=(?:\$configs,)?([\w.,-]+)", text) for n in part.split(",") if n]
+    assert len(names) == 13
+    assert [c.name for c in moe_catalog.load_configs(",".join(names))] == names
