@@ -88,23 +88,36 @@ def table(rs: list[dict]) -> list[str]:
     return lines
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse(prog: str, doc: str, argv=None, extra=None):
+    """(args, platform, records, paths) of a beside script's command line, or None after one line on
+    stderr (a missing file, an unknown platform, no usable records). ``extra`` adds arguments."""
+    ap = argparse.ArgumentParser(prog=prog, description=doc.splitlines()[0])
     ap.add_argument("records", nargs="*", type=Path)
     ap.add_argument("--platform", default="h200-pcie-host")
+    if extra:
+        extra(ap)
     args = ap.parse_args(argv)
     paths = args.records or [ROOT / "calibration" / "records" / f"{args.platform}-moe-beside.jsonl"]
     try:
-        rate = resolve_platform(args.platform).drain_rate_gbps
+        platform = resolve_platform(args.platform)
         recs = [r for p in paths for r in read_records(p)]
     except (ProfileError, OSError, ValueError) as e:
-        print(f"moe_beside: {e}", file=sys.stderr)
-        return 2
-    rs = rows(recs, rate)
-    if not rs:
-        print(f"moe_beside: no checked beside records with both destinations in {', '.join(map(str, paths))}",
+        print(f"{prog}: {e}", file=sys.stderr)
+        return None
+    if not any({"host", "local"} <= set(by) for by in points(recs).values()):
+        print(f"{prog}: no checked beside records with both destinations in {', '.join(map(str, paths))}",
               file=sys.stderr)
+        return None
+    return args, platform, recs, paths
+
+
+def main(argv=None) -> int:
+    parsed = parse("moe_beside", __doc__, argv)
+    if parsed is None:
         return 2
+    args, platform, recs, paths = parsed
+    rate = platform.drain_rate_gbps
+    rs = rows(recs, rate)
     commits = sorted({r.get("commit", "?") for r in recs})
     lines = [f"GEMM tiles beside host stores on {args.platform} (R = {rate:.1f} GB/s; records of "
              f"{', '.join(commits)}: {', '.join(p.name for p in paths)}); {commit_note()}",

@@ -20,7 +20,6 @@ writes benchmarks/results/moe_beside_des_<platform>.txt.
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from dataclasses import replace
@@ -30,12 +29,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from moe_beside import _med, points  # noqa: E402  benchmarks/ is the script's folder
+from moe_beside import _med, parse, points  # noqa: E402  benchmarks/ is the script's folder
 from provenance import commit_note  # noqa: E402
 
 from hwkernels.moe_beside import BESIDE, beside_table, flop_ratio  # noqa: E402
 from hwkernels.moe_catalog import load_configs  # noqa: E402
-from hwkernels.records import read_records  # noqa: E402
 from xsim.builders.moe import without_link  # noqa: E402
 from xsim.des import simulate  # noqa: E402
 from xsim.fileio import atomic_write  # noqa: E402
@@ -44,7 +42,6 @@ from xsim.moe.layout import expert_layout  # noqa: E402
 from xsim.moe.routing import route  # noqa: E402
 from xsim.moe.schedule import schedule_table  # noqa: E402
 from xsim.moe.tiles import L1, L2  # noqa: E402
-from xsim.platform import ProfileError, resolve_platform  # noqa: E402
 from xsim.spread import spread_cv, tile_factors  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -140,26 +137,17 @@ def errors(rs: list[dict]) -> list[str]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("records", nargs="*", type=Path)
-    ap.add_argument("--platform", default="h200-pcie-host")
-    ap.add_argument("--seeds", type=int, default=2, help="spread seeds 0..N-1, ratios averaged")
-    args = ap.parse_args(argv)
+    def seeds(ap):
+        ap.add_argument("--seeds", type=int, default=2, help="spread seeds 0..N-1, ratios averaged")
+
+    parsed = parse("moe_beside_des", __doc__, argv, seeds)
+    if parsed is None:
+        return 2
+    args, platform, recs, paths = parsed
     if args.seeds < 1:
         print("moe_beside_des: --seeds must be >= 1", file=sys.stderr)
         return 2
-    paths = args.records or [ROOT / "calibration" / "records" / f"{args.platform}-moe-beside.jsonl"]
-    try:
-        platform = resolve_platform(args.platform)
-        recs = [r for p in paths for r in read_records(p)]
-    except (ProfileError, OSError, ValueError) as e:
-        print(f"moe_beside_des: {e}", file=sys.stderr)
-        return 2
     pts = {key: by for key, by in points(recs).items() if {"host", "local"} <= set(by)}
-    if not pts:
-        print(f"moe_beside_des: no checked beside records with both destinations in "
-              f"{', '.join(map(str, paths))}", file=sys.stderr)
-        return 2
     configs = {c.name: c for c in load_configs(",".join(sorted({key[0] for key in pts})))}
     rs = []
     for (name, pattern, k), by in sorted(pts.items()):
