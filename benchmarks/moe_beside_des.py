@@ -133,6 +133,19 @@ def errors(rs: list[dict]) -> list[str]:
             worst = err[np.argmax(np.abs(err))]
             out.append(f"{name} host/local, DES {mode} gate minus measured over {len(err)} points: mean "
                        f"{err.mean():+.3f}, mean |err| {np.abs(err).mean():.3f}, worst {worst:+.3f}")
+    out += ["", "Per config, DES minus measured: mean |err| (worst) of the L2 host/local ratio and of the L2 excess "
+            "(us per tile), with the gate in start and in stall mode", "", "| config | points | L2 ratio, start | L2 ratio, stall | L2 +us, start | L2 +us, stall |",
+            "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for config in sorted({r["config"] for r in rs}):
+        mine = [r for r in rs if r["config"] == config]
+        cells = []
+        for what, measured in (("l2_{}", "l2_measured"), ("l2_excess_{}", "l2_excess_measured")):
+            for mode in MODES:
+                err = np.array([r[what.format(mode)] - r[measured] for r in mine])
+                worst = err[np.argmax(np.abs(err))]
+                cells.append(f"{np.abs(err).mean():.3f} ({worst:+.3f})" if what == "l2_{}" else
+                             f"{np.abs(err).mean():.1f} ({worst:+.1f})")
+        out.append(f"| {config} | {len(mine)} | " + " | ".join(cells) + " |")
     return out
 
 
