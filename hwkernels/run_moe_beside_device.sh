@@ -3,7 +3,7 @@
 # device call (docs/moe.md, "GEMM tiles beside host stores"):
 #   H200: the four default layers and dit-moe hot, own 0..12 and beside 8..116 (the H200 has no beside
 #         records yet), then the local-Combine duty records the H200's MoE clock law lacks.
-#   H100: eight more layers over the catalog's shapes, for a law fitted across layers.
+#   H100: the six catalog layers it has no beside records of yet (twelve are in at 4927f02 and 1dfc2a3).
 #   XSTAGE_COMMIT=<sha> bash hwkernels/run_moe_beside_device.sh      (writes under $OUT)
 set -u
 : "${OUT:?OUT must name the output folder}" "${XSTAGE_COMMIT:?XSTAGE_COMMIT must be the commit measured}"
@@ -16,9 +16,8 @@ case "$gpu" in
   *H200*) configs=moe1-dit-moe-bf16-zipf-4096,moe1-hy3-bf16-balanced-1024,moe1-glm-5.2-fp8-balanced-1024
           configs=$configs,moe1-mimo-v2.5-bf16-balanced-4096,moe1-dit-moe-bf16-hot-4096
           own=0,1,2,3,4,6,8,12 storers=8,16,33,50,66,82,99,116 ;;
-  *)      configs=moe1-dit-moe-bf16-hot-4096,moe1-qwen3-30b-bf16-zipf-4096,moe1-dsv4-flash-bf16-zipf-4096
-          configs=$configs,moe1-hunyuan-large-bf16-balanced-1024,moe1-hy3-fp8-zipf-4096
-          configs=$configs,moe1-qwen3.5-bf16-zipf-1024,moe1-qwen3-30b-fp8-balanced-4096,moe1-mimo-v2.5-fp8-hot-1024
+  *)      configs=moe1-dsv4-flash-bf16-balanced-1024,moe1-dsv4-flash-bf16-hot-1024,moe1-dsv4-flash-bf16-zipf-1024
+          configs=$configs,moe1-dsv4-flash-fp8-balanced-1024,moe1-glm-5.2-fp8-hot-4096,moe1-hy3-bf16-hot-1024
           own=0,1,2,3,4,8 storers=33,66,99 ;;
 esac
 echo "$gpu: $configs"

@@ -110,5 +110,5 @@ def test_the_device_script_names_only_catalog_configs():
 
     text = (Path(moe_beside.__file__).parent / "run_moe_beside_device.sh").read_text()
     names = [n for part in re.findall(r"configs=(?:\$configs,)?([\w.,-]+)", text) for n in part.split(",") if n]
-    assert len(names) == 13
+    assert len(names) == 11      # five on an H200, six on an H100
     assert [c.name for c in moe_catalog.load_configs(",".join(names))] == names
