@@ -4,6 +4,7 @@
 #   H200: the four default layers and dit-moe hot, own 0..12 and beside 8..116 (the H200 has no beside
 #         records yet), then the local-Combine duty records the H200's MoE clock law lacks.
 #   H100: the six catalog layers it has no beside records of yet (twelve are in at 4927f02 and 1dfc2a3).
+#   Both, then: the synthetic probe layers of hwkernels/beside_probes.toml at loads of 0.2-0.5 of R.
 #   XSTAGE_COMMIT=<sha> bash hwkernels/run_moe_beside_device.sh      (writes under $OUT)
 set -u
 : "${OUT:?OUT must name the output folder}" "${XSTAGE_COMMIT:?XSTAGE_COMMIT must be the commit measured}"
@@ -20,10 +21,15 @@ case "$gpu" in
           configs=$configs,moe1-dsv4-flash-fp8-balanced-1024,moe1-glm-5.2-fp8-hot-4096,moe1-hy3-bf16-hot-1024
           own=0,1,2,3,4,8 storers=33,66,99 ;;
 esac
-echo "$gpu: $configs"
+probes=hwkernels/beside_probes.toml
+echo "$gpu: $configs, then $probes"
 timeout 200 python3 -m hwkernels.moe_beside --out "$OUT/moe-beside.jsonl" --configs "$configs" --own "$own" \
   --storers "$storers" --repeats 5 --budget-s 140 > "$OUT/logs/beside.log" 2>&1
 echo "beside rc $?"; tail -n 30 "$OUT/logs/beside.log"
+# the synthetic probes that pull dit-moe's three candidate causes apart (hwkernels/beside_probes.toml), both GPUs
+timeout 130 python3 -m hwkernels.moe_beside --out "$OUT/moe-beside-probes.jsonl" --configs "$probes" \
+  --own 1,2,4,8 --storers 33,66,99 --repeats 5 --budget-s 90 > "$OUT/logs/beside-probes.log" 2>&1
+echo "probes rc $?"; tail -n 30 "$OUT/logs/beside-probes.log"
 case "$gpu" in
   *H200*) GAPS=0,0.2,0.5,1.5 REPEATS=2 timeout 200 bash hwkernels/run_moe_clock_device.sh duty 150 \
             > "$OUT/logs/duty-driver.log" 2>&1; echo "duty rc $?"; tail -n 20 "$OUT/logs/duty-driver.log" ;;

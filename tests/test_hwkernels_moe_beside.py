@@ -112,3 +112,7 @@ def test_the_device_script_names_only_catalog_configs():
     names = [n for part in re.findall(r"configs=(?:\$configs,)?([\w.,-]+)", text) for n in part.split(",") if n]
     assert len(names) == 11      # five on an H200, six on an H100
     assert [c.name for c in moe_catalog.load_configs(",".join(names))] == names
+    probes = re.findall(r"probes=([\w./-]+\.toml)", text)
+    assert probes == ["hwkernels/beside_probes.toml"]
+    loaded = moe_catalog.load_configs(str(Path(moe_beside.__file__).parent / "beside_probes.toml"))
+    assert len(loaded) == 5 and not {c.name for c in loaded} & set(moe_catalog.catalog())
