@@ -32,8 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from moe_beside import _med, parse, points  # noqa: E402  benchmarks/ is the script's folder
 from provenance import commit_note  # noqa: E402
 
-from hwkernels.moe_beside import BESIDE, beside_table, flop_ratio  # noqa: E402
-from hwkernels.moe_catalog import load_configs  # noqa: E402
+from hwkernels.moe_beside import BESIDE, beside_table, configs_named, flop_ratio  # noqa: E402
 from xsim.builders.moe import without_link  # noqa: E402
 from xsim.des import simulate  # noqa: E402
 from xsim.fileio import atomic_write  # noqa: E402
@@ -161,7 +160,7 @@ def main(argv=None) -> int:
         print("moe_beside_des: --seeds must be >= 1", file=sys.stderr)
         return 2
     pts = {key: by for key, by in points(recs).items() if {"host", "local"} <= set(by)}
-    configs = {c.name: c for c in load_configs(",".join(sorted({key[0] for key in pts})))}
+    configs = {c.name: c for c in configs_named(sorted({key[0] for key in pts}))}
     rs = []
     for (name, pattern, k), by in sorted(pts.items()):
         sms = int(by["host"]["params"]["programs"])

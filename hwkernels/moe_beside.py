@@ -28,10 +28,20 @@ end) with the bytes stored in it. Records: experiment "moe", kind "beside".
 
 import argparse
 import sys
+from pathlib import Path
 
 import numpy as np
 
 OWN, BESIDE = "own", "beside"
+PROBES = Path(__file__).with_name("beside_probes.toml")   # synthetic layers, not a catalog
+
+
+def configs_named(names) -> list:
+    """The configs of these names, from the one-GPU catalog or the synthetic probes (ValueError, one line)."""
+    from .moe_catalog import load_configs, load_toml
+
+    probes = {c.name: c for c in load_toml(PROBES)}
+    return [probes[n] if n in probes else load_configs(n)[0] for n in names]
 
 
 def flop_ratio(shape) -> float:

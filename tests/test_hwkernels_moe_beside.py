@@ -114,5 +114,13 @@ def test_the_device_script_names_only_catalog_configs():
     assert [c.name for c in moe_catalog.load_configs(",".join(names))] == names
     probes = re.findall(r"probes=([\w./-]+\.toml)", text)
     assert probes == ["hwkernels/beside_probes.toml"]
-    loaded = moe_catalog.load_configs(str(Path(moe_beside.__file__).parent / "beside_probes.toml"))
+    loaded = moe_catalog.load_configs(str(moe_beside.PROBES))
     assert len(loaded) == 5 and not {c.name for c in loaded} & set(moe_catalog.catalog())
+
+
+def test_configs_named_finds_catalog_layers_and_probes():
+    got = moe_beside.configs_named(["probe-dit-fp8", "moe1-dit-moe-bf16-zipf-4096"])
+    assert [c.name for c in got] == ["probe-dit-fp8", "moe1-dit-moe-bf16-zipf-4096"]
+    assert got[0].shape.precision == "fp8" and got[0].shape.intermediate == got[1].shape.intermediate == 5632
+    with pytest.raises(ValueError, match="unknown config 'no-such-layer'"):
+        moe_beside.configs_named(["no-such-layer"])
