@@ -1,6 +1,6 @@
 """GEMM tiles beside host stores at a swept rate: the fused MoE kernel's mainloops under link load (GPU only).
 
-    python -m hwkernels.moe_beside --out OUT.jsonl [--configs A,B|x.toml] [--own 0,1,2,4,8]
+    python -m hwkernels.moe_beside --out OUT.jsonl [--configs A,probe-B,x.toml] [--own 0,1,2,4,8]
            [--storers 16,33,66] [--dests host,local] [--repeats 5] [--budget-s 0]
 
 The catalog's dit-moe layers run their Linear-2 mainloops 15-17 % longer over the host link than in
@@ -37,11 +37,12 @@ PROBES = Path(__file__).with_name("beside_probes.toml")   # synthetic layers, no
 
 
 def configs_named(names) -> list:
-    """The configs of these names, from the one-GPU catalog or the synthetic probes (ValueError, one line)."""
+    """Configs by name (the one-GPU catalog's or the synthetic probes') or by .toml path, in order
+    (ValueError, one line, for an unknown one)."""
     from .moe_catalog import load_configs, load_toml
 
     probes = {c.name: c for c in load_toml(PROBES)}
-    return [probes[n] if n in probes else load_configs(n)[0] for n in names]
+    return [c for n in names for c in ([probes[n]] if n in probes else load_configs(n))]
 
 
 def flop_ratio(shape) -> float:
@@ -215,10 +216,10 @@ def main(argv=None) -> int:
     import torch
 
     from .moe_bench_io import one_gpu_session
-    from .moe_catalog import load_configs, within_budget
+    from .moe_catalog import within_budget
 
     args = parse_args(argv)
-    configs = load_configs(args.configs)
+    configs = configs_named([c.strip() for c in args.configs.split(",") if c.strip()])
     device, sms, commit, dirty, plat = one_gpu_session()
     rows = []
     for cfg in within_budget(configs, args.budget_s):

@@ -115,7 +115,7 @@ def test_the_device_script_names_only_catalog_configs():
     probes = re.findall(r"probes=([\w./-]+\.toml)", text)
     assert probes == ["hwkernels/beside_probes.toml"]
     loaded = moe_catalog.load_configs(str(moe_beside.PROBES))
-    assert len(loaded) == 5 and not {c.name for c in loaded} & set(moe_catalog.catalog())
+    assert len(loaded) == 9 and not {c.name for c in loaded} & set(moe_catalog.catalog())
 
 
 def test_configs_named_finds_catalog_layers_and_probes():
