@@ -73,7 +73,7 @@ def row(cfg, pattern: str, k: int, by: dict, platform, sms: int, seeds: int) -> 
     s = cfg.shape
     lay = expert_layout(s, route(s, cfg.routing, cfg.skew, cfg.seed))
     table = beside_table(schedule_table(s, lay, "wave", n_streams=sms), pattern, k, sms, flop_ratio(s))
-    out = {"config": cfg.name, "pattern": pattern, "k": k}
+    out = {"config": cfg.name, "pattern": pattern, "k": k, "l2_local_us": _held(loc, "l2")}
     for kind in ("l1", "l2"):
         h, lo = _held(host, kind), _held(loc, kind)
         out[f"{kind}_measured"] = h / lo if lo > 0 else math.nan
@@ -109,6 +109,30 @@ def _cv(rec: dict, name: str) -> float:
     """The spread of a record's samples (xsim.spread.spread_cv of p10, p90, mean; 0 without them)."""
     st = (rec.get("stats") or {}).get(name)
     return spread_cv(st["p10"], st["p90"], st["mean"]) if st and st.get("mean", 0) > 0 else 0.0
+
+
+BELOW = (0.2, 0.55)   # loads (share of R) below the link's saturation, where the gate should add ~nothing
+
+
+def below_saturation(rs: list[dict], configs: dict) -> list[str]:
+    """Per layer, the shape beside the mean extra time per L2 tile at loads in BELOW: what a law for the
+    stretch the gate misses would be fitted on (measured, and the start gate's, per pattern)."""
+    out = [f"Below saturation (load {BELOW[0]}-{BELOW[1]} of R): mean L2 +us per tile, measured / DES start "
+           "(points, load range), by pattern", "",
+           "| config | hidden | K | experts | topk | tokens per expert | precision | L2 local us | own | beside |",
+           "| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |"]
+    for name in sorted({r["config"] for r in rs}):
+        s, mine = configs[name].shape, [r for r in rs if r["config"] == name]
+        cells = []
+        for pattern in ("own", BESIDE):
+            sel = [r for r in mine if r["pattern"] == pattern and BELOW[0] <= r["load"] <= BELOW[1]]
+            cells.append(f"{np.mean([r['l2_excess_measured'] for r in sel]):.1f} / "
+                         f"{np.mean([r['l2_excess_start'] for r in sel]):.1f} ({len(sel)}; "
+                         f"{min(r['load'] for r in sel):.2f}-{max(r['load'] for r in sel):.2f})" if sel else "-")
+        local = np.median([r["l2_local_us"] for r in mine])
+        out.append(f"| {name} | {s.hidden} | {s.intermediate} | {s.experts} | {s.topk} | "
+                   f"{s.tokens * s.topk // s.experts} | {s.precision} | {local:.1f} | {cells[0]} | {cells[1]} |")
+    return out
 
 
 def table_lines(rs: list[dict]) -> list[str]:
@@ -175,7 +199,7 @@ def main(argv=None) -> int:
              "host / local: that mean per kind (DES: gate wait + mainloop), and the kernel time; simulated from the "
              "local control's means, each tile's mainloop spread by the control's own p10-p90 "
              f"(spread seeds 0-{args.seeds - 1}, ratios "
-             "averaged)", "", *table_lines(rs), "", *errors(rs)]
+             "averaged)", "", *table_lines(rs), "", *errors(rs), "", *below_saturation(rs, configs)]
     out = ROOT / "benchmarks" / "results" / f"moe_beside_des_{args.platform}.txt"
     atomic_write(out, "\n".join(lines) + "\n")
     print("\n".join(lines))

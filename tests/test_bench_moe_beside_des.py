@@ -58,3 +58,15 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     assert mbd.main(["--platform", "no-such-platform", str(f)]) == 2
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 4 and all(line.startswith("moe_beside_des:") for line in err)
+
+
+def test_below_saturation_averages_only_the_loads_in_range():
+    from types import SimpleNamespace
+
+    def r(pattern, load, measured, start):
+        return {"config": "x", "pattern": pattern, "k": 1, "load": load, "l2_local_us": 50.0,
+                "l2_excess_measured": measured, "l2_excess_start": start}
+    rs = [r("own", 0.10, 99.0, 0.0), r("own", 0.30, 10.0, 1.0), r("own", 0.50, 20.0, 3.0),
+          r("own", 0.90, 99.0, 40.0), r("beside", 0.95, 30.0, 28.0)]
+    lines = mbd.below_saturation(rs, {"x": SimpleNamespace(shape=SHAPE)})
+    assert lines[-1] == "| x | 256 | 256 | 4 | 2 | 128 | bf16 | 50.0 | 15.0 / 2.0 (2; 0.30-0.50) | - |"
