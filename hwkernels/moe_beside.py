@@ -142,6 +142,12 @@ def parse_args(argv=None):
         ap.error("--dests: host and/or local")
     if args.repeats < 1 or any(j < 0 for j in args.own) or any(n < 1 for n in args.storers):
         ap.error("--repeats >= 1, --own >= 0, --storers >= 1")
+    try:
+        args.configs = configs_named([c.strip() for c in args.configs.split(",") if c.strip()])
+    except (ValueError, OSError) as e:
+        ap.error(f"--configs: {e}")
+    if not args.configs:
+        ap.error("--configs names no layer")
     return args
 
 
@@ -219,7 +225,7 @@ def main(argv=None) -> int:
     from .moe_catalog import within_budget
 
     args = parse_args(argv)
-    configs = configs_named([c.strip() for c in args.configs.split(",") if c.strip()])
+    configs = args.configs
     device, sms, commit, dirty, plat = one_gpu_session()
     rows = []
     for cfg in within_budget(configs, args.budget_s):

@@ -96,7 +96,10 @@ def test_every_point_is_checked_and_recorded(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("argv, msg", [(["--own", "a"], "--own"), (["--dests", "peer"], "--dests"),
-                                       (["--repeats", "0"], "--repeats"), (["--storers", "0"], "--storers")])
+                                       (["--repeats", "0"], "--repeats"), (["--storers", "0"], "--storers"),
+                                       (["--configs", ""], "names no layer"),
+                                       (["--configs", "no-such-layer"], "unknown config 'no-such-layer'"),
+                                       (["--configs", "missing.toml"], "--configs")])
 def test_bad_options_are_one_line_exit_2(argv, msg, capsys):
     with pytest.raises(SystemExit) as e:
         moe_beside.parse_args(["--out", "x.jsonl", *argv])
