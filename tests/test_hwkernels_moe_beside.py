@@ -74,11 +74,12 @@ def test_flop_ratio_of_a_catalog_layer():
     assert moe_beside.flop_ratio(s) == pytest.approx(2.0)
 
 
-def test_every_point_is_checked_and_recorded(tmp_path, monkeypatch):
+@pytest.mark.parametrize("routing, skew", [("zipf", 1.2), ("blocked", 0.0)])
+def test_every_point_is_checked_and_recorded(tmp_path, monkeypatch, routing, skew):
     monkeypatch.setattr(torch.cuda, "Event", WallEvent)
     monkeypatch.setattr(torch.cuda, "_sleep", lambda n: None)
     monkeypatch.setattr(moe_bench, "SETTINGS", {"bf16": moe.KernelConfig(block_k=32)})
-    cfg = moe_catalog.Config("tiny-bf16-zipf", SHAPE, "zipf", 1.2, 0)
+    cfg = moe_catalog.Config(f"tiny-bf16-{routing}", SHAPE, routing, skew, 0)
     out = tmp_path / "b.jsonl"
     args = moe_beside.parse_args(["--out", str(out), "--own", "0,2", "--storers", "1,9",
                                   "--dests", "local", "--repeats", "1"])
@@ -118,7 +119,7 @@ def test_the_device_script_names_only_catalog_configs():
     probes = re.findall(r"probes=([\w./-]+\.toml)", text)
     assert probes == ["hwkernels/beside_probes.toml"]
     loaded = moe_catalog.load_configs(str(moe_beside.PROBES))
-    assert len(loaded) == 9 and not {c.name for c in loaded} & set(moe_catalog.catalog())
+    assert len(loaded) == 11 and not {c.name for c in loaded} & set(moe_catalog.catalog())
 
 
 def test_configs_named_finds_catalog_layers_and_probes():

@@ -9,7 +9,7 @@ from xsim.moe.shapes import MoEShape
 SHAPE = MoEShape(hidden=256, intermediate=256, experts=32, topk=4, tokens=2048, ep=2)
 
 
-@pytest.mark.parametrize("kind, skew", [("balanced", 0.0), ("zipf", 1.2), ("hot", 0.6)])
+@pytest.mark.parametrize("kind, skew", [("balanced", 0.0), ("zipf", 1.2), ("hot", 0.6), ("blocked", 0.0)])
 def test_routing_is_valid_and_seeded(kind, skew):
     r = route(SHAPE, kind, skew, seed=3)
     assert r.topk_ids.shape == (4096, 4) and r.topk_ids.dtype == np.int32
@@ -25,6 +25,17 @@ def test_routing_is_valid_and_seeded(kind, skew):
 def test_balanced_gives_every_expert_the_same_rows():
     counts = route(SHAPE, "balanced", seed=1).expert_rows(32)
     assert np.all(counts == 4096 * 4 // 32)
+
+
+@pytest.mark.parametrize("experts, topk, tokens", [(32, 4, 2048), (16, 2, 4096), (6, 4, 300)])
+def test_blocked_gives_each_expert_runs_of_consecutive_tokens(experts, topk, tokens):
+    shape = MoEShape(hidden=256, intermediate=256, experts=experts, topk=topk, tokens=tokens)
+    ids = route(shape, "blocked", seed=5).topk_ids
+    assert all(len(set(row)) == topk for row in ids.tolist())
+    counts = np.bincount(ids.ravel(), minlength=experts)
+    assert counts.max() - counts.min() <= 1
+    for j in range(topk):   # per choice, the expert changes at most experts / topk + 1 times down the tokens
+        assert np.count_nonzero(np.diff(ids[:, j])) <= experts // topk + 1
 
 
 def test_zipf_skew_orders_popularity():

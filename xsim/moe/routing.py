@@ -1,4 +1,4 @@
-"""Seeded top-k routing: balanced, Zipf-skewed over experts, or one hot expert.
+"""Seeded top-k routing: balanced, Zipf-skewed over experts, one hot expert, or balanced in token blocks.
 
 ``route`` covers the tokens of every rank: ``topk_ids`` has ``tokens * ep`` rows and token
 ``t`` lives on rank ``t // tokens`` (with ``ep = 1`` that is the contract's ``[tokens, topk]``).
@@ -12,6 +12,11 @@
   the number of experts, Gumbel top-k for the tokens left).
 - ``hot``: one seeded hot expert is among each token's choices with probability ``skew``
   (0 < skew <= 1, its share of tokens); every other choice is uniform over the other experts.
+- ``blocked``: balanced, but each expert's rows are consecutive tokens: choice j of token t is
+  expert ``(j * tokens + t) * experts // (tokens * topk)`` (seeded relabel), so an m-block's
+  Combine rows lie side by side in the destination instead of every few tokens (the beside
+  probes' control for where the stores land; distinct per token because choice j spans
+  experts ``[j e / k, (j + 1) e / k)``).
 
 Router weights are a seeded softmax over ``topk`` logits (float32, sum 1 per token).
 """
@@ -24,7 +29,7 @@ import numpy as np
 
 from xsim.moe.shapes import MoEShape
 
-ROUTINGS = ("balanced", "zipf", "hot")
+ROUTINGS = ("balanced", "zipf", "hot", "blocked")
 _MAX_REDRAWS = 200
 
 
@@ -48,6 +53,10 @@ def route(shape: MoEShape, kind: str = "balanced", skew: float = 1.2, seed: int 
     n, e, k = shape.tokens * shape.ep, shape.experts, shape.topk
     if kind == "balanced":
         ids = _balanced(n, e, k, rng)
+    elif kind == "blocked":
+        if e < k:
+            raise ValueError(f'"topk" ({k}) must be <= "experts" ({e}) for blocked routing')
+        ids = rng.permutation(e)[((np.arange(k)[None, :] * n + np.arange(n)[:, None]) * e) // (n * k)]
     elif kind == "zipf":
         if not skew >= 0:
             raise ValueError(f'"skew" must be >= 0 for zipf routing, got {skew!r}')
