@@ -3,8 +3,8 @@
 # device call (docs/moe.md, "GEMM tiles beside host stores"):
 #   H200: the four default layers and dit-moe hot, own 0..12 and beside 8..116 (the H200 has no beside
 #         records yet), then the local-Combine duty records the H200's MoE clock law lacks.
-#   H100: the six catalog layers it has no beside records of yet (twelve are in at 4927f02 and 1dfc2a3).
-#   Both, then: the synthetic probe layers of hwkernels/beside_probes.toml at loads of 0.2-0.5 of R.
+#   H100: all eighteen catalog layers have records (4927f02, 1dfc2a3, 88be5e4): two of them again, as a check.
+#   Both, then: the blocked-routing probes of hwkernels/beside_probes.toml beside their scattered twins.
 #   XSTAGE_COMMIT=<sha> bash hwkernels/run_moe_beside_device.sh      (writes under $OUT)
 set -u
 : "${OUT:?OUT must name the output folder}" "${XSTAGE_COMMIT:?XSTAGE_COMMIT must be the commit measured}"
@@ -17,18 +17,18 @@ case "$gpu" in
   *H200*) configs=moe1-dit-moe-bf16-zipf-4096,moe1-hy3-bf16-balanced-1024,moe1-glm-5.2-fp8-balanced-1024
           configs=$configs,moe1-mimo-v2.5-bf16-balanced-4096,moe1-dit-moe-bf16-hot-4096
           own=0,1,2,3,4,6,8,12 storers=8,16,33,50,66,82,99,116 ;;
-  *)      configs=moe1-dsv4-flash-bf16-balanced-1024,moe1-dsv4-flash-bf16-hot-1024,moe1-dsv4-flash-bf16-zipf-1024
-          configs=$configs,moe1-dsv4-flash-fp8-balanced-1024,moe1-glm-5.2-fp8-hot-4096,moe1-hy3-bf16-hot-1024
+  *)      configs=moe1-dit-moe-bf16-zipf-4096,moe1-hy3-bf16-balanced-1024
           own=0,1,2,3,4,8 storers=33,66,99 ;;
 esac
-probes=hwkernels/beside_probes.toml
+probes=probe-shortk-blocked,probe-shortk-few-experts,probe-dit-blocked,probe-dit-balanced
 echo "$gpu: $configs, then $probes"
 timeout 200 python3 -m hwkernels.moe_beside --out "$OUT/moe-beside.jsonl" --configs "$configs" --own "$own" \
   --storers "$storers" --repeats 5 --budget-s 140 > "$OUT/logs/beside.log" 2>&1
 echo "beside rc $?"; tail -n 30 "$OUT/logs/beside.log"
-# the synthetic probes that pull dit-moe's three candidate causes apart (hwkernels/beside_probes.toml), both GPUs
+# the synthetic probes (hwkernels/beside_probes.toml), both GPUs: where the Combine's stores land (blocked
+# routing) against the same layers scattered, the open question after the H100's probes (docs/moe.md)
 timeout 130 python3 -m hwkernels.moe_beside --out "$OUT/moe-beside-probes.jsonl" --configs "$probes" \
-  --own 1,2,4,8 --storers 33,66,99 --repeats 5 --budget-s 90 > "$OUT/logs/beside-probes.log" 2>&1
+  --own 1,2,4,8,12 --storers 33,66 --repeats 5 --budget-s 90 > "$OUT/logs/beside-probes.log" 2>&1
 echo "probes rc $?"; tail -n 30 "$OUT/logs/beside-probes.log"
 case "$gpu" in
   *H200*) GAPS=0,0.2,0.5,1.5 REPEATS=2 timeout 200 bash hwkernels/run_moe_clock_device.sh duty 150 \

@@ -114,10 +114,10 @@ def test_the_device_script_names_only_catalog_configs():
 
     text = (Path(moe_beside.__file__).parent / "run_moe_beside_device.sh").read_text()
     names = [n for part in re.findall(r"configs=(?:\$configs,)?([\w.,-]+)", text) for n in part.split(",") if n]
-    assert len(names) == 11      # five on an H200, six on an H100
+    assert len(names) == 7       # five on an H200, two on an H100
     assert [c.name for c in moe_catalog.load_configs(",".join(names))] == names
-    probes = re.findall(r"probes=([\w./-]+\.toml)", text)
-    assert probes == ["hwkernels/beside_probes.toml"]
+    probes = re.findall(r"probes=([\w.,-]+)", text)[0].split(",")
+    assert [c.name for c in moe_beside.configs_named(probes)] == probes and all(p.startswith("probe-") for p in probes)
     loaded = moe_catalog.load_configs(str(moe_beside.PROBES))
     assert len(loaded) == 11 and not {c.name for c in loaded} & set(moe_catalog.catalog())
 
