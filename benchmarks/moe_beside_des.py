@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from moe_beside import _med, parse, points  # noqa: E402  benchmarks/ is the script's folder
 from provenance import commit_note  # noqa: E402
 
-from hwkernels.moe_beside import BESIDE, beside_table, configs_named, flop_ratio  # noqa: E402
+from hwkernels.moe_beside import BESIDE, OWN, beside_table, configs_named, flop_ratio  # noqa: E402
 from xsim.builders.moe import without_link  # noqa: E402
 from xsim.des import simulate  # noqa: E402
 from xsim.fileio import atomic_write  # noqa: E402
@@ -124,7 +124,7 @@ def below_saturation(rs: list[dict], configs: dict) -> list[str]:
     for name in sorted({r["config"] for r in rs}):
         s, mine = configs[name].shape, [r for r in rs if r["config"] == name]
         cells = []
-        for pattern in ("own", BESIDE):
+        for pattern in (OWN, BESIDE):
             sel = [r for r in mine if r["pattern"] == pattern and BELOW[0] <= r["load"] <= BELOW[1]]
             cells.append(f"{np.mean([r['l2_excess_measured'] for r in sel]):.1f} / "
                          f"{np.mean([r['l2_excess_start'] for r in sel]):.1f} ({len(sel)}; "

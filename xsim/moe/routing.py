@@ -54,9 +54,7 @@ def route(shape: MoEShape, kind: str = "balanced", skew: float = 1.2, seed: int 
     if kind == "balanced":
         ids = _balanced(n, e, k, rng)
     elif kind == "blocked":
-        if e < k:
-            raise ValueError(f'"topk" ({k}) must be <= "experts" ({e}) for blocked routing')
-        ids = rng.permutation(e)[((np.arange(k)[None, :] * n + np.arange(n)[:, None]) * e) // (n * k)]
+        ids = _blocked(n, e, k, rng)
     elif kind == "zipf":
         if not skew >= 0:
             raise ValueError(f'"skew" must be >= 0 for zipf routing, got {skew!r}')
@@ -74,6 +72,12 @@ def route(shape: MoEShape, kind: str = "balanced", skew: float = 1.2, seed: int 
 def _balanced(n: int, e: int, k: int, rng) -> np.ndarray:
     relabel = rng.permutation(e)
     return relabel[(np.arange(n)[:, None] * k + np.arange(k)[None, :]) % e]
+
+
+def _blocked(n: int, e: int, k: int, rng) -> np.ndarray:
+    """Choice j of token t: expert (j n + t) e // (n k), relabelled (MoEShape keeps k <= e: distinct)."""
+    relabel = rng.permutation(e)
+    return relabel[((np.arange(k)[None, :] * n + np.arange(n)[:, None]) * e) // (n * k)]
 
 
 def _zipf_weights(e: int, skew: float, rng) -> np.ndarray:
