@@ -4,7 +4,8 @@
 #   H200: the four default layers and dit-moe hot, own 0..12 and beside 8..116 (the H200 has no beside
 #         records yet), then the local-Combine duty records the H200's MoE clock law lacks.
 #   H100: all eighteen catalog layers have records (4927f02, 1dfc2a3, 88be5e4): two of them again, as a check.
-#   Both, then: the blocked-routing probes of hwkernels/beside_probes.toml beside their scattered twins.
+#   Both, then: the blocked-routing probes of hwkernels/beside_probes.toml beside their scattered twins,
+#   and the fourth set (top-1, 8192 tokens).
 #   XSTAGE_COMMIT=<sha> bash hwkernels/run_moe_beside_device.sh      (writes under $OUT)
 set -u
 : "${OUT:?OUT must name the output folder}" "${XSTAGE_COMMIT:?XSTAGE_COMMIT must be the commit measured}"
@@ -20,7 +21,7 @@ case "$gpu" in
   *)      configs=moe1-dit-moe-bf16-zipf-4096,moe1-hy3-bf16-balanced-1024
           own=0,1,2,3,4,8 storers=33,66,99 ;;
 esac
-probes=probe-shortk-blocked,probe-shortk-few-experts,probe-dit-blocked,probe-dit-balanced
+probes=probe-shortk-blocked,probe-shortk-few-experts,probe-dit-blocked,probe-dit-balanced,probe-shortk-top1,probe-shortk-t8192
 echo "$gpu: $configs, then $probes"
 timeout 200 python3 -m hwkernels.moe_beside --out "$OUT/moe-beside.jsonl" --configs "$configs" --own "$own" \
   --storers "$storers" --repeats 5 --budget-s 140 > "$OUT/logs/beside.log" 2>&1

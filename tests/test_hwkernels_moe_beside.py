@@ -119,7 +119,7 @@ def test_the_device_script_names_only_catalog_configs():
     probes = re.findall(r"probes=([\w.,-]+)", text)[0].split(",")
     assert [c.name for c in moe_beside.configs_named(probes)] == probes and all(p.startswith("probe-") for p in probes)
     loaded = moe_catalog.load_configs(str(moe_beside.PROBES))
-    assert len(loaded) == 11 and not {c.name for c in loaded} & set(moe_catalog.catalog())
+    assert len(loaded) == 13 and not {c.name for c in loaded} & set(moe_catalog.catalog())
 
 
 def test_configs_named_finds_catalog_layers_and_probes():
