@@ -37,15 +37,25 @@ def _med(rec: dict, name: str) -> float:
     return float(((rec.get("stats") or {}).get(name) or {}).get("median", NAN))
 
 
+HINT = "@"   # a point run with a Combine store hint is its config's name + "@" + the hint
+
+
+def point_name(params: dict) -> str:
+    """The config a beside record's point belongs to: its name, or name@hint (KernelConfig.combine_hint)."""
+    hint = params.get("combine_hint") or ""
+    return params["config"] + (HINT + hint if hint else "")
+
+
 def points(recs: list[dict]) -> dict:
-    """{(config, pattern, k): {dest: record}} over the checked beside records (the last of repeats wins)."""
+    """{(config, pattern, k): {dest: record}} over the checked beside records (the last of repeats wins;
+    a hinted kernel's points are their own config, ``point_name``)."""
     out: dict = {}
     for r in recs:
         p = r.get("params") or {}
         if r.get("kind") != "beside" or not (r.get("check") or {}).get("ok"):
             continue
         k = p["l1_per_l2"] if p["pattern"] == "own" else p["storers"]
-        out.setdefault((p["config"], p["pattern"], int(k)), {})[p["destination"]] = r
+        out.setdefault((point_name(p), p["pattern"], int(k)), {})[p["destination"]] = r
     return out
 
 

@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from moe_beside import _med, parse, points  # noqa: E402  benchmarks/ is the script's folder
+from moe_beside import HINT, _med, parse, points  # noqa: E402  benchmarks/ is the script's folder
 from provenance import commit_note  # noqa: E402
 
 from hwkernels.moe_beside import BESIDE, OWN, beside_table, configs_named, flop_ratio  # noqa: E402
@@ -184,13 +184,14 @@ def main(argv=None) -> int:
         print("moe_beside_des: --seeds must be >= 1", file=sys.stderr)
         return 2
     pts = {key: by for key, by in points(recs).items() if {"host", "local"} <= set(by)}
-    configs = {c.name: c for c in configs_named(sorted({key[0] for key in pts}))}
+    names = sorted({key[0] for key in pts})
+    configs = dict(zip(names, configs_named([n.split(HINT)[0] for n in names])))
     rs = []
     for (name, pattern, k), by in sorted(pts.items()):
         sms = int(by["host"]["params"]["programs"])
         if pattern == BESIDE and not 1 <= k < sms:
             continue
-        rs.append(row(configs[name], pattern, k, by, platform, sms, args.seeds))
+        rs.append(row(configs[name], pattern, k, by, platform, sms, args.seeds) | {"config": name})
     commits = sorted({r.get("commit", "?") for r in recs})
     gate = platform.load_gate
     lines = [f"The DES on the beside tables, {args.platform} (gate: {gate.scope} scope, {gate.threshold_bytes:.0f} B; "

@@ -29,6 +29,9 @@ class MoEKernelError(RuntimeError):
     """The kernel stopped on a wait timeout (a dependency never arrived)."""
 
 
+COMBINE_HINTS = ("", "evict_first", "cs")
+
+
 @dataclass(frozen=True)
 class KernelConfig:
     """Launch settings of the fused kernel (block_m / block_n1 / block_n2 come from the shape)."""
@@ -47,6 +50,7 @@ class KernelConfig:
     poll: int = 1              # L2 wait: 1 ld.acquire polls, 0 relaxed polls + one acquire
     host_desc: bool = False    # TMA descriptors made on the host (True) or in the kernel
     maxnreg: int | None = None  # register cap per thread (None: the compiler's choice)
+    combine_hint: str = ""     # the Combine stores' L2 hint: "" (none), "evict_first", "cs" (st.global.cs)
 
     def __post_init__(self):
         for name in ("block_k", "block_k2"):
@@ -67,6 +71,8 @@ class KernelConfig:
             raise ValueError('"max_spins" must be >= 1.')
         if self.maxnreg is not None and not 24 <= self.maxnreg <= 255:
             raise ValueError('"maxnreg" must be None or in [24, 255].')
+        if self.combine_hint not in COMBINE_HINTS:
+            raise ValueError(f'"combine_hint" must be one of {", ".join(map(repr, COMBINE_HINTS))}.')
 
     @property
     def k2(self) -> int:
@@ -158,7 +164,9 @@ class FusedMoE:
                   ACC_K1=c.acc_k1 if self.data.precision == "fp8" else 0,
                   ACC_K2=c.acc_k2 if self.data.precision == "fp8" else 0,
                   NS1=c.num_stages, NS2=c.stages2, POLL=0 if interpreting() else c.poll,
-                  HOST_DESC=c.host_desc, INTERPRET=interpreting(), CLK=not interpreting())
+                  HOST_DESC=c.host_desc, INTERPRET=interpreting(), CLK=not interpreting(),
+                  CMOD=".cs" if c.combine_hint == "cs" else "",
+                  EVICT="evict_first" if c.combine_hint == "evict_first" else "")
         if not interpreting():
             kw.update(num_warps=c.num_warps, num_stages=c.num_stages)
             if c.maxnreg is not None:

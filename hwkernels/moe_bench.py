@@ -148,7 +148,7 @@ def kernel_params(c) -> dict:
     return {"block_k": c.block_k, "block_k2": c.k2, "num_warps": c.num_warps,
             "num_stages": c.num_stages, "tma": c.tma, "acc_k1": c.acc_k1,
             "acc_k2": c.acc_k2, "num_stages2": c.stages2, "poll": c.poll,
-            "host_desc": c.host_desc}
+            "host_desc": c.host_desc} | ({"combine_hint": c.combine_hint} if c.combine_hint else {})
 
 
 def _measure(run, repeats, warmup=1, poison=None, check=None, ranks=SOLO, heat=None):

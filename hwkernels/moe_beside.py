@@ -2,6 +2,7 @@
 
     python -m hwkernels.moe_beside --out OUT.jsonl [--configs A,probe-B,x.toml] [--own 0,1,2,4,8]
            [--storers 16,33,66] [--dests host,local] [--repeats 5] [--budget-s 0]
+           [--combine-hint evict_first|cs]
 
 The catalog's dit-moe layers run their Linear-2 mainloops 15-17 % longer over the host link than in
 the local-Combine control once the link carries ~40 % of its rate, and the other layers at similar
@@ -24,6 +25,8 @@ Per point (``harness.measure``: poison, launch, check; run 0 untimed): kernel_us
 stamped per-tile mainloops of each kind, the L1 mainloops that started while L2 tiles still stored
 (``l1_during_us``), the Combine spans, and the store window (first L2 tile start to last L2 store
 end) with the bytes stored in it. Records: experiment "moe", kind "beside".
+``--combine-hint`` stores the Combine with an L2 hint (``evict_first``, or ``cs``: st.global.cs), the
+records carrying it (params.combine_hint), to test whether the stretch is the L2's.
 """
 
 import argparse
@@ -131,6 +134,8 @@ def parse_args(argv=None):
     ap.add_argument("--dests", default="host,local")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--budget-s", type=float, default=0.0, help="start no config after this many seconds")
+    ap.add_argument("--combine-hint", default="", choices=("", "evict_first", "cs"),
+                    help="the Combine stores' L2 hint (KernelConfig.combine_hint; the records carry it)")
     args = ap.parse_args(argv)
     try:
         args.own = [int(x) for x in args.own.split(",") if x]
@@ -172,7 +177,7 @@ def run_config(cfg, args, commit, dirty, plat, device, sms) -> list:
     # the whole (view, cpu view, buffer) triple stays referenced: the pinned memory is freed with its buffer
     held = {d: (host_out if d == "host" else local_out)(s, device) for d in {*args.dests, "local"}}
     outs = {d: h[0] for d, h in held.items()}
-    kc = replace(SETTINGS[s.precision], stamps=True)
+    kc = replace(SETTINGS[s.precision], stamps=True, combine_hint=args.combine_hint)
     base = schedule_table(s, lay, "wave", n_streams=sms)
     # the activations: one program runs the whole wave table (no wait can stall it, also under
     # Triton's interpreter, which runs programs one after another), checked before any point

@@ -232,7 +232,8 @@ def _linear2_combine(act_ptr, act_desc, w2_ptr, w2_desc, out_ptr, dest_delta_ptr
                      TOPK: tl.constexpr, T_LOCAL: tl.constexpr, EP: tl.constexpr,
                      BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, FP8: tl.constexpr,
                      TMA: tl.constexpr, ACC_K: tl.constexpr, NS: tl.constexpr,
-                     INTERPRET: tl.constexpr, stamp_ptr, t, STAMPS: tl.constexpr):
+                     INTERPRET: tl.constexpr, stamp_ptr, t, STAMPS: tl.constexpr,
+                     CMOD: tl.constexpr, EVICT: tl.constexpr):
     """out[tok, slot, cols] = w_row * (act[rows] @ W2[:, cols]) for the valid rows.
 
     With TMA both operands come through descriptors: act rows row0..row0+BM (rows past the
@@ -273,7 +274,8 @@ def _linear2_combine(act_ptr, act_desc, w2_ptr, w2_desc, out_ptr, dest_delta_ptr
         drow = (tok % T_LOCAL) * TOPK + slot
         dst = out_ptr + delta[:, None] + drow[:, None] * H + cols[None, :]
     _stamp(stamp_ptr, t, 3, STAMPS)
-    tl.store(dst, y, mask=rmask[:, None])        # Combine: BM*BN*2 bytes to the destination
+    # Combine: BM*BN*2 bytes to the destination (CMOD / EVICT: KernelConfig.combine_hint, "" by default)
+    tl.store(dst, y, mask=rmask[:, None], cache_modifier=CMOD, eviction_policy=EVICT)
 
 
 @triton.jit
@@ -301,7 +303,7 @@ def moe_fused_kernel(x_ptr, w1_ptr, w2_ptr, act_ptr, out_ptr, row_token_ptr, row
                      STAMPS: tl.constexpr, TMA: tl.constexpr, ACC_K1: tl.constexpr,
                      ACC_K2: tl.constexpr, NS1: tl.constexpr, NS2: tl.constexpr,
                      POLL: tl.constexpr, HOST_DESC: tl.constexpr, INTERPRET: tl.constexpr,
-                     CLK: tl.constexpr = False):
+                     CLK: tl.constexpr = False, CMOD: tl.constexpr = "", EVICT: tl.constexpr = ""):
     s = tl.program_id(0)
     ns0 = _now(CLK)
     clk0 = _cycles(CLK)
@@ -345,7 +347,7 @@ def moe_fused_kernel(x_ptr, w1_ptr, w2_ptr, act_ptr, out_ptr, row_token_ptr, row
                 _linear2_combine(act_ptr, act_desc, w2_ptr, w2_desc, out_ptr, dest_delta_ptr,
                                  row_token_ptr, row_slot_ptr, row_weight_ptr, scale_ptr, e,
                                  row0, rend, nb, H, I, E, TOPK, T_LOCAL, EP, BM, BN2, BK2,
-                                 FP8, TMA, ACC_K2, NS2, INTERPRET, stamp_ptr, t, STAMPS)
+                                 FP8, TMA, ACC_K2, NS2, INTERPRET, stamp_ptr, t, STAMPS, CMOD, EVICT)
                 _stamp(stamp_ptr, t, 4, STAMPS)
                 _stamp(stamp_ptr, t, 5, STAMPS)
                 t += 1

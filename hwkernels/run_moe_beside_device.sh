@@ -5,7 +5,7 @@
 #         records yet), then the local-Combine duty records the H200's MoE clock law lacks.
 #   H100: all eighteen catalog layers have records (4927f02, 1dfc2a3, 88be5e4): two of them again, as a check.
 #   Both, then: the blocked-routing probes of hwkernels/beside_probes.toml beside their scattered twins,
-#   and the fourth set (top-1, 8192 tokens).
+#   and the fourth set (top-1, 8192 tokens); then two probes with the Combine stores hinted out of the L2.
 #   XSTAGE_COMMIT=<sha> bash hwkernels/run_moe_beside_device.sh      (writes under $OUT)
 set -u
 : "${OUT:?OUT must name the output folder}" "${XSTAGE_COMMIT:?XSTAGE_COMMIT must be the commit measured}"
@@ -31,6 +31,14 @@ echo "beside rc $?"; tail -n 30 "$OUT/logs/beside.log"
 timeout 130 python3 -m hwkernels.moe_beside --out "$OUT/moe-beside-probes.jsonl" --configs "$probes" \
   --own 1,2,4,8,12 --storers 33,66 --repeats 5 --budget-s 90 > "$OUT/logs/beside-probes.log" 2>&1
 echo "probes rc $?"; tail -n 30 "$OUT/logs/beside-probes.log"
+# the same kernel with the Combine stores hinted out of the L2 (KernelConfig.combine_hint): if the stretch is
+# the host lines crowding the expert weights' reuse out of the L2, a hint should shrink it
+for hint in cs evict_first; do
+  timeout 100 python3 -m hwkernels.moe_beside --out "$OUT/moe-beside-hints.jsonl" --combine-hint $hint \
+    --configs probe-shortk-few-experts,probe-dit-balanced --own 1,2,4,8,12 --storers 33,66 --repeats 5 \
+    --budget-s 60 > "$OUT/logs/beside-hint-$hint.log" 2>&1
+  echo "hint $hint rc $?"; tail -n 16 "$OUT/logs/beside-hint-$hint.log"
+done
 case "$gpu" in
   *H200*) GAPS=0,0.2,0.5,1.5 REPEATS=2 timeout 200 bash hwkernels/run_moe_clock_device.sh duty 150 \
             > "$OUT/logs/duty-driver.log" 2>&1; echo "duty rc $?"; tail -n 20 "$OUT/logs/duty-driver.log" ;;

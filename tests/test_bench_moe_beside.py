@@ -40,6 +40,15 @@ def test_a_failed_check_is_left_out():
     assert mb.rows(recs, 50.0) == []
 
 
+def test_a_hinted_kernel_is_its_own_config():
+    plain = [_rec("host", "own", 2, 20.0, 44.0, window=200.0), _rec("local", "own", 2, 18.0, 40.0)]
+    hinted = [_rec("host", "own", 2, 20.0, 41.0, window=200.0), _rec("local", "own", 2, 18.0, 40.0)]
+    for r in hinted:
+        r["params"]["combine_hint"] = "cs"
+    rs = mb.rows(plain + hinted, 50.0)      # the hinted pair, recorded last, replaces nothing
+    assert [(r["config"], r["l2_ratio"]) for r in rs] == [("c", pytest.approx(1.1)), ("c@cs", pytest.approx(1.025))]
+
+
 def test_no_usable_records_is_one_line_and_exit_2(tmp_path, capsys):
     f = tmp_path / "b.jsonl"
     f.write_text(json.dumps(_rec("local", "own", 2, 18.0, 40.0)) + "\n")

@@ -74,15 +74,16 @@ def test_flop_ratio_of_a_catalog_layer():
     assert moe_beside.flop_ratio(s) == pytest.approx(2.0)
 
 
-@pytest.mark.parametrize("routing, skew", [("zipf", 1.2), ("blocked", 0.0)])
-def test_every_point_is_checked_and_recorded(tmp_path, monkeypatch, routing, skew):
+@pytest.mark.parametrize("routing, skew, hint", [("zipf", 1.2, ""), ("blocked", 0.0, "cs"),
+                                               ("zipf", 1.2, "evict_first")])
+def test_every_point_is_checked_and_recorded(tmp_path, monkeypatch, routing, skew, hint):
     monkeypatch.setattr(torch.cuda, "Event", WallEvent)
     monkeypatch.setattr(torch.cuda, "_sleep", lambda n: None)
     monkeypatch.setattr(moe_bench, "SETTINGS", {"bf16": moe.KernelConfig(block_k=32)})
     cfg = moe_catalog.Config(f"tiny-bf16-{routing}", SHAPE, routing, skew, 0)
     out = tmp_path / "b.jsonl"
     args = moe_beside.parse_args(["--out", str(out), "--own", "0,2", "--storers", "1,9",
-                                  "--dests", "local", "--repeats", "1"])
+                                  "--dests", "local", "--repeats", "1", "--combine-hint", hint])
     plat = {"gpu": "cpu", "gpu_count": 1, "sms": 4, "driver": "none"}
     rows = moe_beside.run_config(cfg, args, "test", None, plat, torch.device("cpu"), 4)
     # storers 9 >= the 4 programs: skipped
@@ -94,13 +95,15 @@ def test_every_point_is_checked_and_recorded(tmp_path, monkeypatch, routing, ske
     assert recs[0]["params"]["l1_per_l2"] == 0 and recs[2]["params"]["storers"] == 1
     assert "l1_mainloop_us" not in recs[0]["stats"] and "l1_mainloop_us" in recs[1]["stats"]
     assert all(r["params"]["l2_bytes"] == recs[0]["params"]["l2_bytes"] > 0 for r in recs)
+    assert all(r["params"].get("combine_hint", "") == hint for r in recs)   # only a hinted run names one
 
 
 @pytest.mark.parametrize("argv, msg", [(["--own", "a"], "--own"), (["--dests", "peer"], "--dests"),
                                        (["--repeats", "0"], "--repeats"), (["--storers", "0"], "--storers"),
                                        (["--configs", ""], "names no layer"),
                                        (["--configs", "no-such-layer"], "unknown config 'no-such-layer'"),
-                                       (["--configs", "missing.toml"], "--configs")])
+                                       (["--configs", "missing.toml"], "--configs"),
+                                       (["--combine-hint", "wt"], "--combine-hint")])
 def test_bad_options_are_one_line_exit_2(argv, msg, capsys):
     with pytest.raises(SystemExit) as e:
         moe_beside.parse_args(["--out", "x.jsonl", *argv])

@@ -23,6 +23,12 @@ def test_a_cta_that_does_not_fit_raises():
         check_coresident(1, 132, 0)
 
 
+def test_combine_hint_is_checked():
+    assert KernelConfig(combine_hint="cs").combine_hint == "cs"
+    with pytest.raises(ValueError, match="combine_hint"):
+        KernelConfig(combine_hint="wt")
+
+
 def test_maxnreg_is_checked():
     assert KernelConfig(maxnreg=128).maxnreg == 128
     with pytest.raises(ValueError, match="maxnreg"):
