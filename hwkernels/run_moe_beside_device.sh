@@ -6,7 +6,7 @@
 #   H100: all eighteen catalog layers have records (4927f02, 1dfc2a3, 88be5e4): two of them again, as a check.
 #   Both, then: the blocked-routing probes of hwkernels/beside_probes.toml beside their scattered twins,
 #   and the fourth set (top-1, 8192 tokens); then two probes with the Combine stores hinted out of the L2.
-#   XSTAGE_COMMIT=<sha> bash hwkernels/run_moe_beside_device.sh      (writes under $OUT)
+#   XSTAGE_COMMIT=<sha> bash hwkernels/run_moe_beside_device.sh      (writes under $OUT; <= 540 s on an H200)
 set -u
 : "${OUT:?OUT must name the output folder}" "${XSTAGE_COMMIT:?XSTAGE_COMMIT must be the commit measured}"
 export PYTHONPATH=$PWD NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 XSTAGE_COMMIT PYTHONUNBUFFERED=1
@@ -17,30 +17,30 @@ gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
 case "$gpu" in
   *H200*) configs=moe1-dit-moe-bf16-zipf-4096,moe1-hy3-bf16-balanced-1024,moe1-glm-5.2-fp8-balanced-1024
           configs=$configs,moe1-mimo-v2.5-bf16-balanced-4096,moe1-dit-moe-bf16-hot-4096
-          own=0,1,2,3,4,6,8,12 storers=8,16,33,50,66,82,99,116 ;;
+          own=0,1,2,3,4,6,8,12 storers=8,16,33,50,66,82,99,116 t=170 ;;
   *)      configs=moe1-dit-moe-bf16-zipf-4096,moe1-hy3-bf16-balanced-1024
-          own=0,1,2,3,4,8 storers=33,66,99 ;;
+          own=0,1,2,3,4,8 storers=33,66,99 t=120 ;;
 esac
 probes=probe-shortk-blocked,probe-shortk-few-experts,probe-dit-blocked,probe-dit-balanced,probe-shortk-top1,probe-shortk-t8192
 echo "$gpu: $configs, then $probes"
-timeout 200 python3 -m hwkernels.moe_beside --out "$OUT/moe-beside.jsonl" --configs "$configs" --own "$own" \
-  --storers "$storers" --repeats 5 --budget-s 140 > "$OUT/logs/beside.log" 2>&1
+timeout $t python3 -m hwkernels.moe_beside --out "$OUT/moe-beside.jsonl" --configs "$configs" --own "$own" \
+  --storers "$storers" --repeats 5 --budget-s $((t - 50)) > "$OUT/logs/beside.log" 2>&1
 echo "beside rc $?"; tail -n 30 "$OUT/logs/beside.log"
 # the synthetic probes (hwkernels/beside_probes.toml), both GPUs: where the Combine's stores land (blocked
 # routing) against the same layers scattered, the open question after the H100's probes (docs/moe.md)
-timeout 130 python3 -m hwkernels.moe_beside --out "$OUT/moe-beside-probes.jsonl" --configs "$probes" \
-  --own 1,2,4,8,12 --storers 33,66 --repeats 5 --budget-s 90 > "$OUT/logs/beside-probes.log" 2>&1
+timeout 90 python3 -m hwkernels.moe_beside --out "$OUT/moe-beside-probes.jsonl" --configs "$probes" \
+  --own 1,2,4,8,12 --storers 33,66 --repeats 5 --budget-s 60 > "$OUT/logs/beside-probes.log" 2>&1
 echo "probes rc $?"; tail -n 30 "$OUT/logs/beside-probes.log"
 # the same kernel with the Combine stores hinted out of the L2 (KernelConfig.combine_hint): if the stretch is
 # the host lines crowding the expert weights' reuse out of the L2, a hint should shrink it
 for hint in cs evict_first; do
-  timeout 100 python3 -m hwkernels.moe_beside --out "$OUT/moe-beside-hints.jsonl" --combine-hint $hint \
+  timeout 50 python3 -m hwkernels.moe_beside --out "$OUT/moe-beside-hints.jsonl" --combine-hint $hint \
     --configs probe-shortk-few-experts,probe-dit-balanced --own 1,2,4,8,12 --storers 33,66 --repeats 5 \
-    --budget-s 60 > "$OUT/logs/beside-hint-$hint.log" 2>&1
+    --budget-s 25 > "$OUT/logs/beside-hint-$hint.log" 2>&1
   echo "hint $hint rc $?"; tail -n 16 "$OUT/logs/beside-hint-$hint.log"
 done
 case "$gpu" in
-  *H200*) GAPS=0,0.2,0.5,1.5 REPEATS=2 timeout 200 bash hwkernels/run_moe_clock_device.sh duty 150 \
+  *H200*) GAPS=0,0.2,0.5,1.5 REPEATS=2 timeout 170 bash hwkernels/run_moe_clock_device.sh duty 120 \
             > "$OUT/logs/duty-driver.log" 2>&1; echo "duty rc $?"; tail -n 20 "$OUT/logs/duty-driver.log" ;;
 esac
 nvidia-smi --query-gpu=name,clocks.sm,power.draw,temperature.gpu --format=csv > "$OUT/logs/smi-after.csv" 2>&1
