@@ -1,0 +1,127 @@
+"""Reads beside host stores (``hwkernels.read_beside`` records): how fast SMs that store nothing read, from
+the L2 or from HBM, while other SMs store to host memory, against the same point with the stores into
+device memory.
+
+Per footprint, a grid of storers x gap: the readers' rate over the link run beside the local run's (each
+the median reader's bytes over its time), and the store rate as a share of the profile's drain rate R
+("sat" where the storers asked for more than the link drained: it ran at R, backpressured). Nothing is
+fitted here: it is the measurement a law for the link's cost inside running mainloops would be calibrated
+on (docs/moe.md, "Reads beside host stores").
+
+    PYTHONPATH=. python benchmarks/read_beside.py [--platform NAME] [RECORDS.jsonl ...]
+writes benchmarks/results/read_beside_<platform>.txt; the records default to the platform's shipped
+``calibration/records/<platform>-read-beside.jsonl``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from provenance import commit_note  # noqa: E402  benchmarks/ is the script's folder
+
+from hwkernels.records import read_records  # noqa: E402
+from xsim.fileio import atomic_write  # noqa: E402
+from xsim.platform import ProfileError, resolve_platform  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+NAN = math.nan
+SATURATED = 0.97        # a host run whose store rate reached this share of R drained at the link's rate
+
+
+def _med(rec: dict, name: str) -> float:
+    return float(((rec.get("stats") or {}).get(name) or {}).get("median", NAN))
+
+
+def points(recs: list[dict]) -> dict:
+    """{(loads, footprint MB, storers, gap us): {dest: record}} over the checked read-beside records (the
+    last of repeats wins)."""
+    out: dict = {}
+    for r in recs:
+        p = r.get("params") or {}
+        if r.get("kind") != "read-beside" or not (r.get("check") or {}).get("ok"):
+            continue
+        key = (p["loads"], float(p["footprint_mb"]), int(p["storers"]), float(p["gap_us"]))
+        out.setdefault(key, {})[p["destination"]] = r
+    return out
+
+
+def cells(recs: list[dict], rate_gbps: float) -> list[dict]:
+    """One cell per point with both destinations: the host / local reader-rate ratio and the load."""
+    out = []
+    for (loads, fp, storers, gap), by in sorted(points(recs).items()):
+        if not {"host", "local"} <= set(by):
+            continue
+        host, local = by["host"], by["local"]
+        load = _med(host, "store_gbps") / rate_gbps
+        out.append({"loads": loads, "footprint_mb": fp, "storers": storers, "gap_us": gap, "load": load,
+                    "saturated": load >= SATURATED,
+                    "ratio": _med(local, "reader_us") / _med(host, "reader_us")})
+    return out
+
+
+def _cell(c: dict) -> str:
+    load = "sat" if c["saturated"] else f"{c['load']:.2f}"
+    return f"{c['ratio']:.3f} ({load})"
+
+
+def table(cs: list[dict]) -> list[str]:
+    lines = []
+    for loads, fp in sorted({(c["loads"], c["footprint_mb"]) for c in cs}):
+        mine = [c for c in cs if (c["loads"], c["footprint_mb"]) == (loads, fp)]
+        gaps = sorted({c["gap_us"] for c in mine})
+        kind = "L2-served, shared by every reader" if fp <= 64 else "one slice per reader, from HBM"
+        lines += ["", f"{loads} loads, footprint {fp:g} MB ({kind}): reader rate host / local (store load, share of R)",
+                  "", "| storers | " + " | ".join(f"gap {g:g} us" for g in gaps) + " |",
+                  "| ---: | " + " | ".join("---:" for _ in gaps) + " |"]
+        for s in sorted({c["storers"] for c in mine}):
+            by_gap = {c["gap_us"]: c for c in mine if c["storers"] == s}
+            row = [_cell(by_gap[g]) if g in by_gap else "-" for g in gaps]
+            lines.append(f"| {s} | " + " | ".join(row) + " |")
+    return lines
+
+
+def parse(argv=None):
+    ap = argparse.ArgumentParser(prog="read_beside", description=__doc__.splitlines()[0])
+    ap.add_argument("records", nargs="*", type=Path)
+    ap.add_argument("--platform", default="h100-pcie-host")
+    args = ap.parse_args(argv)
+    paths = args.records or [ROOT / "calibration" / "records" / f"{args.platform}-read-beside.jsonl"]
+    try:
+        platform = resolve_platform(args.platform)
+        recs = [r for p in paths for r in read_records(p)]
+    except (ProfileError, OSError, ValueError) as e:
+        print(f"read_beside: {e}", file=sys.stderr)
+        return None
+    if not any({"host", "local"} <= set(by) for by in points(recs).values()):
+        print(f"read_beside: no checked read-beside records with both destinations in "
+              f"{', '.join(map(str, paths))}", file=sys.stderr)
+        return None
+    return args, platform, recs, paths
+
+
+def main(argv=None) -> int:
+    parsed = parse(argv)
+    if parsed is None:
+        return 2
+    args, platform, recs, paths = parsed
+    rate = platform.drain_rate_gbps
+    commits = sorted({r.get("commit", "?") for r in recs})
+    lines = [f"Reads beside host stores on {args.platform} (R = {rate:.1f} GB/s; records of {', '.join(commits)}: "
+             f"{', '.join(p.name for p in paths)}); {commit_note()}",
+             "storers store 32 KB tiles gap us apart until the readers (every other SM) are done; a cell is the "
+             "median reader's rate with host stores over that with local stores, and the host run's store rate / R",
+             *table(cells(recs, rate))]
+    text = "\n".join(lines) + "\n"
+    print(text, end="")
+    out = ROOT / "benchmarks" / "results" / f"read_beside_{args.platform}.txt"
+    atomic_write(out, text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
