@@ -98,27 +98,30 @@ def table(rs: list[dict]) -> list[str]:
     return lines
 
 
-def parse(prog: str, doc: str, argv=None, extra=None):
+def parse(prog: str, doc: str, argv=None, extra=None, records="moe-beside", pairs=None,
+          platform="h200-pcie-host"):
     """(args, platform, records, paths) of a beside script's command line, or None after one line on
-    stderr (a missing file, an unknown platform, no usable records). ``extra`` adds arguments."""
+    stderr (a missing file, an unknown platform, no usable records). ``extra`` adds arguments; ``records``
+    names the default file (``<platform>-<records>.jsonl``), ``pairs`` groups the records into points
+    ({key: {dest: record}}; default this module's ``points``), at least one with both destinations."""
     ap = argparse.ArgumentParser(prog=prog, description=doc.splitlines()[0])
     ap.add_argument("records", nargs="*", type=Path)
-    ap.add_argument("--platform", default="h200-pcie-host")
+    ap.add_argument("--platform", default=platform)
     if extra:
         extra(ap)
     args = ap.parse_args(argv)
-    paths = args.records or [ROOT / "calibration" / "records" / f"{args.platform}-moe-beside.jsonl"]
+    paths = args.records or [ROOT / "calibration" / "records" / f"{args.platform}-{records}.jsonl"]
     try:
-        platform = resolve_platform(args.platform)
+        resolved = resolve_platform(args.platform)
         recs = [r for p in paths for r in read_records(p)]
     except (ProfileError, OSError, ValueError) as e:
         print(f"{prog}: {e}", file=sys.stderr)
         return None
-    if not any({"host", "local"} <= set(by) for by in points(recs).values()):
-        print(f"{prog}: no checked beside records with both destinations in {', '.join(map(str, paths))}",
+    if not any({"host", "local"} <= set(by) for by in (pairs or points)(recs).values()):
+        print(f"{prog}: no checked {records} records with both destinations in {', '.join(map(str, paths))}",
               file=sys.stderr)
         return None
-    return args, platform, recs, paths
+    return args, resolved, recs, paths
 
 
 def main(argv=None) -> int:

@@ -15,18 +15,16 @@ writes benchmarks/results/read_beside_<platform>.txt; the records default to the
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from provenance import commit_note  # noqa: E402  benchmarks/ is the script's folder
+from moe_beside import parse  # noqa: E402  benchmarks/ is the script's folder
+from provenance import commit_note  # noqa: E402
 
-from hwkernels.records import read_records  # noqa: E402
 from xsim.fileio import atomic_write  # noqa: E402
-from xsim.platform import ProfileError, resolve_platform  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 NAN = math.nan
@@ -85,27 +83,8 @@ def table(cs: list[dict]) -> list[str]:
     return lines
 
 
-def parse(argv=None):
-    ap = argparse.ArgumentParser(prog="read_beside", description=__doc__.splitlines()[0])
-    ap.add_argument("records", nargs="*", type=Path)
-    ap.add_argument("--platform", default="h100-pcie-host")
-    args = ap.parse_args(argv)
-    paths = args.records or [ROOT / "calibration" / "records" / f"{args.platform}-read-beside.jsonl"]
-    try:
-        platform = resolve_platform(args.platform)
-        recs = [r for p in paths for r in read_records(p)]
-    except (ProfileError, OSError, ValueError) as e:
-        print(f"read_beside: {e}", file=sys.stderr)
-        return None
-    if not any({"host", "local"} <= set(by) for by in points(recs).values()):
-        print(f"read_beside: no checked read-beside records with both destinations in "
-              f"{', '.join(map(str, paths))}", file=sys.stderr)
-        return None
-    return args, platform, recs, paths
-
-
 def main(argv=None) -> int:
-    parsed = parse(argv)
+    parsed = parse("read_beside", __doc__, argv, records="read-beside", pairs=points, platform="h100-pcie-host")
     if parsed is None:
         return 2
     args, platform, recs, paths = parsed
