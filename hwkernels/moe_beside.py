@@ -2,7 +2,7 @@
 
     python -m hwkernels.moe_beside --out OUT.jsonl [--configs A,probe-B,x.toml] [--own 0,1,2,4,8]
            [--storers 16,33,66] [--dests host,local] [--repeats 5] [--budget-s 0]
-           [--combine-hint evict_first|cs]
+           [--combine-hint evict_first|cs] [--traces T.npz]
 
 The catalog's dit-moe layers run their Linear-2 mainloops 15-17 % longer over the host link than in
 the local-Combine control once the link carries ~40 % of its rate, and the other layers at similar
@@ -96,16 +96,22 @@ def beside_table(base, pattern: str, k: int, n_programs: int, ratio: float):
                      l2_nblocks=base.l2_nblocks, n_mblocks=base.n_mblocks, schedule=f"{pattern}-{k}")
 
 
-def store_bytes(table, layout, shape) -> int:
-    """Bytes the table's L2 tiles store (valid rows x block_n2 columns x 2 bytes, bf16 output)."""
+def tile_store_bytes(table, layout, shape) -> np.ndarray:
+    """Bytes each tile of the table stores to the Combine destination (an L2 tile: valid rows x block_n2
+    columns x 2 bytes, bf16 output; an L1 tile: 0)."""
     from xsim.moe.tiles import KIND, L2, MBLOCK
 
     from .moe import mblock_bounds
 
     row0, rend = mblock_bounds(layout, shape.block_m)
-    mb = table.tiles[table.tiles[:, KIND] == L2][:, MBLOCK]
+    mb = table.tiles[:, MBLOCK]
     rows = np.minimum(rend[mb] - row0[mb], shape.block_m)
-    return int(rows.sum()) * shape.block_n2 * 2
+    return np.where(table.tiles[:, KIND] == L2, rows * shape.block_n2 * 2, 0).astype(np.int64)
+
+
+def store_bytes(table, layout, shape) -> int:
+    """Bytes the table's L2 tiles store (the sum of ``tile_store_bytes``)."""
+    return int(tile_store_bytes(table, layout, shape).sum())
 
 
 def window_samples(fused, kernel_us: float) -> dict:
@@ -121,7 +127,18 @@ def window_samples(fused, kernel_us: float) -> dict:
     out["store_window_us"] = float(last - first) / 1e3
     inside = (kind == 0) & (st[:, 1] >= first) & (st[:, 2] <= last)
     out["l1_during_us"] = t.mainloop_us[inside]
-    return {k: v for k, v in out.items() if np.size(v)}   # a pattern without L1 tiles has none
+    out = {k: v for k, v in out.items() if np.size(v)}    # a pattern without L1 tiles has none
+    rel = st - st[:, 0].min()                              # raw, for --traces: ns from the first tile start
+    return out | {"_stamps": rel.astype(np.int32) if rel.max() < 2**31 else rel}
+
+
+def save_traces(path, traces: dict, commit: str) -> None:
+    """``traces`` as one .npz (written to a temporary file, then renamed over ``path``; ``commit`` inside)."""
+    import os
+
+    tmp = f"{path}.tmp.npz"
+    np.savez_compressed(tmp, commit=np.array(commit), **traces)
+    os.replace(tmp, path)
 
 
 def parse_args(argv=None):
@@ -134,6 +151,8 @@ def parse_args(argv=None):
     ap.add_argument("--dests", default="host,local")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--budget-s", type=float, default=0.0, help="start no config after this many seconds")
+    ap.add_argument("--traces", default=None, help="a new .npz: each point's last stamped run, its table and "
+                    "each tile's Combine bytes, keyed config|pattern-k|{dest|stamps, tiles, offsets, store_bytes}")
     ap.add_argument("--combine-hint", default="", choices=("", "evict_first", "cs"),
                     help="the Combine stores' L2 hint (KernelConfig.combine_hint; the records carry it)")
     args = ap.parse_args(argv)
@@ -153,11 +172,14 @@ def parse_args(argv=None):
         ap.error(f"--configs: {e}")
     if not args.configs:
         ap.error("--configs names no layer")
+    if args.traces and Path(args.traces).exists():
+        ap.error(f"--traces: {args.traces} exists (not overwritten)")
     return args
 
 
-def run_config(cfg, args, commit, dirty, plat, device, sms) -> list:
-    """Every (pattern, dest) point of one config: (config, pattern, k, dest, ok, medians) rows."""
+def run_config(cfg, args, commit, dirty, plat, device, sms, traces=None) -> list:
+    """Every (pattern, dest) point of one config: (config, pattern, k, dest, ok, medians) rows. ``traces``
+    (a dict) gets each checked point's last stamped run, its table and each tile's Combine bytes."""
     from dataclasses import replace
 
     from xsim.moe.layout import expert_layout
@@ -206,6 +228,11 @@ def run_config(cfg, args, commit, dirty, plat, device, sms) -> list:
 
             m = measure(run, args.repeats, warmup=1, poison=lambda out=out: out.fill_(float("nan")),
                         check=lambda _, out=out: moe_reference.check(out, ref))
+            if traces is not None and m.ok:
+                key = f"{cfg.name}|{pattern}-{k}"
+                traces[f"{key}|{dest}|stamps"] = m.raw[-1]["_stamps"]
+                traces[f"{key}|tiles"], traces[f"{key}|offsets"] = table.tiles, table.offsets
+                traces[f"{key}|store_bytes"] = tile_store_bytes(table, lay, s)
             p = (cfg.params(f"{pattern}-{k}", 0.0, dest) | kernel_params(kc)
                  | {"pattern": pattern, "l1_per_l2": k if pattern == OWN else None,
                     "storers": k if pattern == BESIDE else sms, "programs": sms,
@@ -232,10 +259,12 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     configs = args.configs
     device, sms, commit, dirty, plat = one_gpu_session()
-    rows = []
+    rows, traces = [], ({} if args.traces else None)
     for cfg in within_budget(configs, args.budget_s):
-        rows += run_config(cfg, args, commit, dirty, plat, device, sms)
+        rows += run_config(cfg, args, commit, dirty, plat, device, sms, traces)
         torch.cuda.empty_cache()
+        if traces:
+            save_traces(args.traces, traces, commit)      # after every config: a killed run keeps the rest
     nan = float("nan")
     print("| config | pattern | k | dest | ok | kernel us | L1 ml | L1 during | L2 ml | GB/s in window |")
     print("| --- | --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: |")

@@ -98,6 +98,30 @@ def test_every_point_is_checked_and_recorded(tmp_path, monkeypatch, routing, ske
     assert all(r["params"].get("combine_hint", "") == hint for r in recs)   # only a hinted run names one
 
 
+def test_traces_keep_each_point_s_stamps_table_and_bytes(tmp_path, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "Event", WallEvent)
+    monkeypatch.setattr(torch.cuda, "_sleep", lambda n: None)
+    monkeypatch.setattr(moe_bench, "SETTINGS", {"bf16": moe.KernelConfig(block_k=32)})
+    cfg = moe_catalog.Config("tiny-bf16-zipf", SHAPE, "zipf", 1.2, 0)
+    path = tmp_path / "t.npz"
+    args = moe_beside.parse_args(["--out", str(tmp_path / "b.jsonl"), "--own", "2", "--storers", "1",
+                                  "--dests", "local", "--repeats", "1", "--traces", str(path)])
+    plat = {"gpu": "cpu", "gpu_count": 1, "sms": 4, "driver": "none"}
+    traces = {}
+    moe_beside.run_config(cfg, args, "test", None, plat, torch.device("cpu"), 4, traces)
+    moe_beside.save_traces(path, traces, "abc1234")
+    got = np.load(path)
+    assert str(got["commit"]) == "abc1234"
+    recs = [json.loads(line) for line in (tmp_path / "b.jsonl").read_text().splitlines()]
+    for key, rec in zip(("tiny-bf16-zipf|own-2", "tiny-bf16-zipf|beside-1"), recs):
+        tiles, st, nbytes = got[f"{key}|tiles"], got[f"{key}|local|stamps"], got[f"{key}|store_bytes"]
+        assert st.shape == (len(tiles), 6) and len(got[f"{key}|offsets"]) == 5
+        assert int(nbytes.sum()) == rec["params"]["l2_bytes"] and not nbytes[tiles[:, 0] == 0].any()
+    with pytest.raises(SystemExit) as e:                   # an existing file is never overwritten
+        moe_beside.parse_args(["--out", "x.jsonl", "--traces", str(path)])
+    assert e.value.code == 2
+
+
 @pytest.mark.parametrize("argv, msg", [(["--own", "a"], "--own"), (["--dests", "peer"], "--dests"),
                                        (["--repeats", "0"], "--repeats"), (["--storers", "0"], "--storers"),
                                        (["--configs", ""], "names no layer"),
