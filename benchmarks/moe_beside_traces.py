@@ -1,0 +1,138 @@
+"""Tile by tile, from ``hwkernels.moe_beside --traces``: is a mainloop stretched over the host link by how long
+the link was busy while it ran?
+
+A traced point holds one stamped run over the host link and one into device memory, of the same table, so
+tile i of one is tile i of the other. For the host run the link is rebuilt from the stamps alone: each L2
+tile's Combine bytes enter the X-Stage evenly over its store span (stamps 3 to 4) and drain at the profile's
+rate R whenever any are queued (a fluid queue on a 100 ns grid). For every tile its mainloop (stamps 1 to 2)
+gets the share of that time the link was draining ("busy"), and its stretch, host mainloop over local.
+
+Reads beside host stores (``hwkernels.read_beside``, docs/moe.md) found the rate of L2-served reads at
+1 - 0.75 rho of the local control's at a mean link load rho, with 33-66 storing SMs. If the MoE mainloops
+pay the same way, local / host = 1 - a x busy per tile, with a near 0.75 where the tile's reads are
+L2-served. Printed per point and kind: tiles binned by their busy share, the mean stretch in each bin, and
+a (least squares through the origin of 1 - local / host on busy). Nothing is fitted to a prediction.
+
+    PYTHONPATH=. python benchmarks/moe_beside_traces.py [--platform NAME] TRACES.npz ...
+writes benchmarks/results/moe_beside_traces_<platform>.txt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from provenance import commit_note  # noqa: E402  benchmarks/ is the script's folder
+
+from xsim.fileio import atomic_write  # noqa: E402
+from xsim.platform import ProfileError, resolve_platform  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+DT_NS = 100.0
+BINS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0001)
+KINDS = ((0, "L1"), (1, "L2"))
+
+
+def link_busy(stamps: np.ndarray, store_bytes: np.ndarray, rate_gbps: float, dt_ns: float = DT_NS):
+    """(busy, t0): per dt_ns bin from t0, the share of the bin the fluid X-Stage spent draining at R."""
+    s3, s4 = stamps[:, 3].astype(float), stamps[:, 4].astype(float)
+    store = store_bytes > 0
+    t0 = float(min(stamps[:, 0].min(), s3[store].min() if store.any() else 0.0))
+    cap = rate_gbps * dt_ns                                      # GB/s = bytes/ns
+    # the last store, then time enough to drain everything stored
+    n = int(np.ceil((max(stamps[:, 5].max(), s4.max()) - t0) / dt_ns + store_bytes.sum() / cap)) + 2
+    inflow = np.zeros(n)
+    for a, b, nbytes in zip((s3[store] - t0) / dt_ns, (s4[store] - t0) / dt_ns, store_bytes[store]):
+        lo, hi = int(a), max(int(np.ceil(b)), int(a) + 1)     # spread evenly over the bins it spans
+        inflow[lo:hi] += nbytes / (hi - lo)
+    busy, q = np.zeros(n), 0.0
+    for i in range(n):
+        q += inflow[i]
+        drained = min(q, cap)
+        busy[i] = drained / cap
+        q -= drained
+    return busy, t0
+
+
+def busy_share(busy: np.ndarray, t0: float, start: np.ndarray, end: np.ndarray, dt_ns: float = DT_NS):
+    """Each [start, end) interval's mean busy share, in whole bins (past the grid the link is idle)."""
+    n = len(busy)
+    csum = np.concatenate([[0.0], np.cumsum(busy)])
+    lo = np.maximum(((start - t0) / dt_ns).astype(int), 0)
+    hi = np.maximum(np.ceil((end - t0) / dt_ns).astype(int), lo + 1)
+    return (csum[np.minimum(hi, n)] - csum[np.minimum(lo, n)]) / (hi - lo)
+
+
+def point_rows(host: np.ndarray, local: np.ndarray, tiles: np.ndarray, store_bytes: np.ndarray, rate: float):
+    """Per kind: (busy share, local / host mainloop) of every tile with a mainloop in both runs."""
+    busy, t0 = link_busy(host, store_bytes, rate)
+    share = busy_share(busy, t0, host[:, 1].astype(float), host[:, 2].astype(float))
+    ml_h, ml_l = (host[:, 2] - host[:, 1]).astype(float), (local[:, 2] - local[:, 1]).astype(float)
+    ok = (ml_h > 0) & (ml_l > 0)
+    return {name: (share[ok & (tiles[:, 0] == k)], (ml_l / np.where(ml_h > 0, ml_h, 1.0))[ok & (tiles[:, 0] == k)])
+            for k, name in KINDS}
+
+
+def slope(share: np.ndarray, speed: np.ndarray) -> float:
+    """a of local / host = 1 - a x busy, least squares through the origin (NaN without busy time)."""
+    den = float(np.sum(share * share))
+    return float(np.sum(share * (1.0 - speed)) / den) if den > 0 else float("nan")
+
+
+def report(npz, rate: float) -> list[str]:
+    keys = sorted({k.rsplit("|", 1)[0] for k in npz.files if k.endswith("|host|stamps")})
+    lines = []
+    for key in keys:
+        point = key.rsplit("|", 1)[0]
+        if f"{point}|local|stamps" not in npz.files:
+            continue
+        rows = point_rows(npz[f"{key}|stamps"], npz[f"{point}|local|stamps"], npz[f"{point}|tiles"],
+                          npz[f"{point}|store_bytes"], rate)
+        for name, (share, speed) in rows.items():
+            if not len(share):
+                continue
+            cells = []
+            for lo, hi in zip(BINS[:-1], BINS[1:]):
+                sel = (share >= lo) & (share < hi)
+                cells.append(f"{1 / np.mean(speed[sel]):.2f} ({int(sel.sum())})" if sel.any() else "-")
+            lines.append(f"| {point.replace('|', ' ')} | {name} | {np.mean(share):.2f} | " + " | ".join(cells)
+                         + f" | {slope(share, speed):.2f} |")
+    return lines
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="moe_beside_traces", description=__doc__.splitlines()[0])
+    ap.add_argument("traces", nargs="+", type=Path)
+    ap.add_argument("--platform", default="h100-pcie-host")
+    args = ap.parse_args(argv)
+    try:
+        rate = resolve_platform(args.platform).drain_rate_gbps
+        files = [np.load(p) for p in args.traces]
+    except (ProfileError, OSError, ValueError) as e:
+        print(f"moe_beside_traces: {e}", file=sys.stderr)
+        return 2
+    body = [line for f in files for line in report(f, rate)]
+    if not body:
+        print(f"moe_beside_traces: no point with both a host and a local run in "
+              f"{', '.join(map(str, args.traces))}", file=sys.stderr)
+        return 2
+    commits = sorted({str(f["commit"]) for f in files if "commit" in f.files})
+    head = " | ".join(f"busy {lo:.1f}-{min(hi, 1.0):.1f}" for lo, hi in zip(BINS[:-1], BINS[1:]))
+    text = "\n".join([f"Mainloops against the link's busy share while they ran, {args.platform} (R = {rate:.1f} "
+                      f"GB/s; traces of {', '.join(commits)}: {', '.join(p.name for p in args.traces)}); "
+                      f"{commit_note()}",
+                      "per bin: mean host / local mainloop (tiles); a: local / host = 1 - a x busy", "",
+                      f"| point | kind | mean busy | {head} | a |",
+                      "| --- | --- | ---: | " + " | ".join("---:" for _ in BINS[1:]) + " | ---: |", *body]) + "\n"
+    print(text, end="")
+    atomic_write(ROOT / "benchmarks" / "results" / f"moe_beside_traces_{args.platform}.txt", text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
