@@ -7,12 +7,21 @@
 #   Both, then: the blocked-routing probes of hwkernels/beside_probes.toml beside their scattered twins,
 #   and the fourth set (top-1, 8192 tokens); then two probes with the Combine stores hinted out of the L2.
 #   XSTAGE_COMMIT=<sha> bash hwkernels/run_moe_beside_device.sh      (writes under $OUT; <= 540 s on an H200)
+#   ... run_moe_beside_device.sh traces: only three probes with --traces (own 1, 4, 12 and beside 66; <= 300 s)
 set -u
 : "${OUT:?OUT must name the output folder}" "${XSTAGE_COMMIT:?XSTAGE_COMMIT must be the commit measured}"
 export PYTHONPATH=$PWD NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 XSTAGE_COMMIT PYTHONUNBUFFERED=1
 mkdir -p "$OUT/logs"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu \
   --format=csv > "$OUT/logs/smi-before.csv" 2>&1
+if [ "${1:-}" = traces ]; then   # per-tile stamps of three probes (benchmarks/moe_beside_traces.py reads them)
+  for c in probe-shortk-few-experts probe-h1408-e16-t1024 probe-dit-balanced; do
+    timeout 100 python3 -m hwkernels.moe_beside --out "$OUT/beside-traces.jsonl" --configs $c --own 1,4,12 \
+      --storers 66 --repeats 3 --traces "$OUT/traces-$c.npz" > "$OUT/logs/traces-$c.log" 2>&1
+    echo "$c rc $?"; grep "^|" "$OUT/logs/traces-$c.log" | tail -n 8
+  done
+  exit 0
+fi
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
 case "$gpu" in
   *H200*) configs=moe1-dit-moe-bf16-zipf-4096,moe1-hy3-bf16-balanced-1024,moe1-glm-5.2-fp8-balanced-1024

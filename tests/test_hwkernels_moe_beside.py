@@ -145,6 +145,8 @@ def test_the_device_script_names_only_catalog_configs():
     assert [c.name for c in moe_catalog.load_configs(",".join(names))] == names
     probes = re.findall(r"probes=([\w.,-]+)", text)[0].split(",")
     assert [c.name for c in moe_beside.configs_named(probes)] == probes and all(p.startswith("probe-") for p in probes)
+    traced = re.findall(r"for c in ([\w. -]+);", text)[0].split()
+    assert [c.name for c in moe_beside.configs_named(traced)] == traced
     loaded = moe_catalog.load_configs(str(moe_beside.PROBES))
     assert len(loaded) == 13 and not {c.name for c in loaded} & set(moe_catalog.catalog())
 
