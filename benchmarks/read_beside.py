@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import math
 import sys
+
+import numpy as np
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -36,14 +38,14 @@ def _med(rec: dict, name: str) -> float:
 
 
 def points(recs: list[dict]) -> dict:
-    """{(loads, footprint MB, storers, gap us): {dest: record}} over the checked read-beside records (the
-    last of repeats wins)."""
+    """{(loads, footprint MB, read gap ns, storers, gap us): {dest: record}} over the checked read-beside
+    records (the last of repeats wins; records without a read gap: 0)."""
     out: dict = {}
     for r in recs:
         p = r.get("params") or {}
         if r.get("kind") != "read-beside" or not (r.get("check") or {}).get("ok"):
             continue
-        key = (p["loads"], float(p["footprint_mb"]), int(p["storers"]), float(p["gap_us"]))
+        key = (p["loads"], float(p["footprint_mb"]), int(p.get("read_gap_ns", 0)), int(p["storers"]), float(p["gap_us"]))
         out.setdefault(key, {})[p["destination"]] = r
     return out
 
@@ -51,15 +53,40 @@ def points(recs: list[dict]) -> dict:
 def cells(recs: list[dict], rate_gbps: float) -> list[dict]:
     """One cell per point with both destinations: the host / local reader-rate ratio and the load."""
     out = []
-    for (loads, fp, storers, gap), by in sorted(points(recs).items()):
+    for (loads, fp, rgap, storers, gap), by in sorted(points(recs).items()):
         if not {"host", "local"} <= set(by):
             continue
         host, local = by["host"], by["local"]
         load = _med(host, "store_gbps") / rate_gbps
-        out.append({"loads": loads, "footprint_mb": fp, "storers": storers, "gap_us": gap, "load": load,
-                    "saturated": load >= SATURATED,
+        p = local["params"]
+        reads = p["footprint_mb"] * 2**20 * p["passes"] if p["shared"] else p["footprint_mb"] * 2**20 * p["passes"] / p["readers"]
+        out.append({"loads": loads, "footprint_mb": fp, "read_gap_ns": rgap, "storers": storers, "gap_us": gap,
+                    "load": load, "saturated": load >= SATURATED,
+                    "reader_gbps_local": reads / _med(local, "reader_us") / 1e3,
                     "ratio": _med(local, "reader_us") / _med(host, "reader_us")})
     return out
+
+
+MANY = 33   # storers from which the readers' loss is about the same function of the load (the map)
+
+
+def slopes(cs: list[dict]) -> list[str]:
+    """Per (loads, footprint, read gap): the local readers' rate and the slope a of host / local = 1 - a x load
+    (least squares through the origin over the unsaturated cells with >= MANY storers)."""
+    lines = ["", f"The readers' loss against their own rate: a of host / local = 1 - a x load, over the unsaturated "
+             f"cells with >= {MANY} storers", "", "| loads | footprint MB | read gap ns | reader GB/s (local) | cells | a |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for key in sorted({(c["loads"], c["footprint_mb"], c["read_gap_ns"]) for c in cs}):
+        sel = [c for c in cs if (c["loads"], c["footprint_mb"], c["read_gap_ns"]) == key
+               and c["storers"] >= MANY and not c["saturated"]]
+        if not sel:
+            continue
+        rho = np.array([c["load"] for c in sel])
+        loss = 1.0 - np.array([c["ratio"] for c in sel])
+        rate = float(np.median([c["reader_gbps_local"] for c in sel]))
+        lines.append(f"| {key[0]} | {key[1]:g} | {key[2]} | {rate:.1f} | {len(sel)} | "
+                     f"{float(rho @ loss / (rho @ rho)):.2f} |")
+    return lines
 
 
 def _cell(c: dict) -> str:
@@ -69,11 +96,13 @@ def _cell(c: dict) -> str:
 
 def table(cs: list[dict]) -> list[str]:
     lines = []
-    for loads, fp in sorted({(c["loads"], c["footprint_mb"]) for c in cs}):
-        mine = [c for c in cs if (c["loads"], c["footprint_mb"]) == (loads, fp)]
+    for loads, fp, rgap in sorted({(c["loads"], c["footprint_mb"], c["read_gap_ns"]) for c in cs}):
+        mine = [c for c in cs if (c["loads"], c["footprint_mb"], c["read_gap_ns"]) == (loads, fp, rgap)]
         gaps = sorted({c["gap_us"] for c in mine})
         kind = "L2-served, shared by every reader" if fp <= 64 else "one slice per reader, from HBM"
-        lines += ["", f"{loads} loads, footprint {fp:g} MB ({kind}): reader rate host / local (store load, share of R)",
+        paced = f", readers paced {rgap} ns a tile" if rgap else ""
+        lines += ["", f"{loads} loads, footprint {fp:g} MB ({kind}{paced}): reader rate host / local "
+                  "(store load, share of R)",
                   "", "| storers | " + " | ".join(f"gap {g:g} us" for g in gaps) + " |",
                   "| ---: | " + " | ".join("---:" for _ in gaps) + " |"]
         for s in sorted({c["storers"] for c in mine}):
@@ -94,7 +123,7 @@ def main(argv=None) -> int:
              f"{', '.join(p.name for p in paths)}); {commit_note()}",
              "storers store 32 KB tiles gap us apart until the readers (every other SM) are done; a cell is the "
              "median reader's rate with host stores over that with local stores, and the host run's store rate / R",
-             *table(cells(recs, rate))]
+             *table(cs := cells(recs, rate)), *slopes(cs)]
     text = "\n".join(lines) + "\n"
     print(text, end="")
     out = ROOT / "benchmarks" / "results" / f"read_beside_{args.platform}.txt"

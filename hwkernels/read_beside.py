@@ -43,7 +43,7 @@ MAX_NS = 2_000_000_000        # a storer stops after 2 s, readers done or not (a
 
 @triton.jit
 def read_beside_kernel(src_desc, src_ptr, dst_ptr, sums_ptr, ns_ptr, rounds_ptr, done_ptr,
-                       n_store, n_tiles, reader_tiles, shared, gap_ns, max_rounds, N_READS: tl.constexpr,
+                       n_store, n_tiles, reader_tiles, shared, gap_ns, read_gap_ns, max_rounds, N_READS: tl.constexpr,
                        T: tl.constexpr, SLOTS: tl.constexpr, MAX_NS: tl.constexpr, TMA: tl.constexpr,
                        NS: tl.constexpr,
                        CLK: tl.constexpr):
@@ -77,6 +77,10 @@ def read_beside_kernel(src_desc, src_ptr, dst_ptr, sums_ptr, ns_ptr, rounds_ptr,
             else:
                 x = tl.load(src_ptr + tile.to(tl.int64) * T * T + offs)
             acc += x.to(tl.float32)
+            if CLK and read_gap_ns > 0:     # a paced reader: a spin after every tile
+                t = _now(CLK)
+                while _now(CLK) - t < read_gap_ns:
+                    pass
         tl.store(sums_ptr + p, tl.sum(tl.sum(acc, axis=1), axis=0))
         tl.atomic_add(done_ptr, 1, sem="release")
     tl.store(ns_ptr + 2 * p, t0)
@@ -115,7 +119,7 @@ class Point:
     """One (storers, gap, footprint, dest) launch with its buffers; ``run`` times and ``check`` verifies."""
 
     def __init__(self, n_programs: int, n_store: int, gap_us: float, footprint_bytes: int, dst, src,
-                 passes: int, tma: bool = True, stages: int = 4, max_rounds: int = 1 << 30):
+                 passes: int, tma: bool = True, stages: int = 4, max_rounds: int = 1 << 30, read_gap_ns: int = 0):
         import torch
 
         self.n_programs, self.n_store, self.dst, self.src, self.passes = n_programs, n_store, dst, src, passes
@@ -131,6 +135,7 @@ class Point:
         self.rounds = torch.zeros(n_programs, dtype=torch.int32, device=dev)
         self.done = torch.zeros(1, dtype=torch.int32, device=dev)
         self.gap_ns, self.tma, self.stages, self.max_rounds = int(gap_us * 1e3), tma, stages, max_rounds
+        self.read_gap_ns = int(read_gap_ns)
         self.desc = self._desc() if tma else src
         self.expected = expected_sums(src, self.n_tiles, self.n_read, self.reader_tiles, self.shared, passes)
 
@@ -146,7 +151,7 @@ class Point:
         self.rounds.zero_()
         read_beside_kernel[(self.n_programs,)](
             self.desc, self.src, self.dst, self.sums, self.ns, self.rounds, self.done, self.n_store,
-            self.n_tiles, self.reader_tiles, int(self.shared), self.gap_ns, self.max_rounds,
+            self.n_tiles, self.reader_tiles, int(self.shared), self.gap_ns, self.read_gap_ns, self.max_rounds,
             N_READS=self.passes * self.reader_tiles,
             T=TILE, SLOTS=SLOTS, MAX_NS=MAX_NS, TMA=self.tma, NS=self.stages, CLK=not interpreting(),
             **({} if interpreting() else {"num_warps": 8}))
@@ -191,6 +196,7 @@ def parse_args(argv=None):
     ap.add_argument("--gaps-us", default="0,10,40", help="each storer's spin between two 32 KB tiles")
     ap.add_argument("--footprints-mb", default="8,1024", help="<= 64: shared (L2); larger: one slice per reader")
     ap.add_argument("--dests", default="host,local")
+    ap.add_argument("--read-gaps-ns", default="0", help="each reader's spin after every tile (paced readers)")
     ap.add_argument("--loads", choices=("tma", "pointer"), default="tma")
     ap.add_argument("--passes", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=5)
@@ -199,8 +205,11 @@ def parse_args(argv=None):
         args.storers = [int(x) for x in args.storers.split(",") if x]
         args.gaps_us = [float(x) for x in args.gaps_us.split(",") if x]
         args.footprints_mb = [float(x) for x in args.footprints_mb.split(",") if x]
+        args.read_gaps_ns = [int(x) for x in args.read_gaps_ns.split(",") if x]
     except ValueError:
-        ap.error("--storers, --gaps-us and --footprints-mb are comma-separated numbers")
+        ap.error("--storers, --gaps-us, --footprints-mb and --read-gaps-ns are comma-separated numbers")
+    if not args.read_gaps_ns or any(r < 0 for r in args.read_gaps_ns):
+        ap.error("--read-gaps-ns >= 0")
     args.dests = [d for d in args.dests.split(",") if d]
     if not args.dests or any(d not in ("host", "local") for d in args.dests):
         ap.error("--dests: host and/or local")
@@ -213,13 +222,15 @@ def parse_args(argv=None):
     return args
 
 
-def plan(args, programs: int) -> list[tuple[int, float, int, str]]:
-    """(storers, gap us, footprint bytes, dest) per point: per footprint the no-store control first."""
+def plan(args, programs: int) -> list[tuple[int, float, int, str, int]]:
+    """(storers, gap us, footprint bytes, dest, read gap ns) per point: per footprint and read gap the
+    no-store control first."""
     out = []
     for mb in args.footprints_mb:
         fp = int(mb * 2**20)
-        out.append((0, 0.0, fp, "none"))
-        out += [(s, g, fp, d) for s in args.storers if s < programs for g in args.gaps_us for d in args.dests]
+        for r in args.read_gaps_ns:
+            out.append((0, 0.0, fp, "none", r))
+            out += [(s, g, fp, d, r) for s in args.storers if s < programs for g in args.gaps_us for d in args.dests]
     return out
 
 
@@ -241,8 +252,9 @@ def main(argv=None) -> int:
     dsts = {"host": host.cuda.view(torch.bfloat16), "local": torch.empty(n_dst, dtype=torch.bfloat16, device=device),
             "none": torch.empty(1, dtype=torch.bfloat16, device=device)}
     rows = []
-    for s, gap, fp, dest in points:
-        pt, dst = Point(sms, s, gap, fp, dsts[dest], src, args.passes, tma=args.loads == "tma"), dsts[dest]
+    for s, gap, fp, dest, rgap in points:
+        pt = Point(sms, s, gap, fp, dsts[dest], src, args.passes, tma=args.loads == "tma", read_gap_ns=rgap)
+        dst = dsts[dest]
 
         def run(pt=pt):
             us = _events_us(pt.enqueue)
@@ -251,28 +263,31 @@ def main(argv=None) -> int:
 
         m = measure(run, args.repeats, warmup=1, poison=lambda dst=dst: dst.fill_(float("nan")), check=pt.check)
         p = {"storers": s, "readers": sms - s, "programs": sms, "gap_us": gap, "footprint_mb": fp / 2**20,
+             "read_gap_ns": rgap,
              "shared": pt.shared, "destination": dest, "passes": args.passes, "loads": args.loads,
              "repeats": args.repeats, "tile_bytes": TILE_BYTES}
         st = m.stats_dicts()
         records.append_record(args.out, records.make_record("loadgate", "read-beside", p, st, m.check_dict(),
                                                             plat, commit, dirty))
         med = {k: v["median"] for k, v in (st or {}).items()}
-        rows.append((fp / 2**20, dest, s, gap, m.ok, med, pt.reader_tiles * args.passes * TILE_BYTES))
-        print(f"footprint {fp / 2**20:g} MB {dest} storers {s} gap {gap:g}: ok={m.ok} err={m.max_abs_err:.2g} "
+        rows.append((fp / 2**20, rgap, dest, s, gap, m.ok, med, pt.reader_tiles * args.passes * TILE_BYTES))
+        print(f"footprint {fp / 2**20:g} MB read gap {rgap} ns {dest} storers {s} gap {gap:g}: ok={m.ok} "
+              f"err={m.max_abs_err:.2g} "
               + " ".join(f"{k}={v:.4g}" for k, v in med.items()), flush=True)
     print_table(rows)
-    return 0 if all(r[4] for r in rows) else 1
+    return 0 if all(r[5] for r in rows) else 1
 
 
 def print_table(rows):
-    """Per point: per-reader GB/s (median reader), over the no-store control of its footprint, and the store rate."""
+    """Per point: per-reader GB/s (median reader), over the no-store control of its footprint and read gap,
+    and the store rate."""
     nan = float("nan")
-    base = {fp: nbytes / med.get("reader_us", nan) / 1e3 for fp, dest, s, _, ok, med, nbytes in rows if dest == "none"}
-    print("| footprint MB | dest | storers | gap us | ok | GB/s per reader | / no stores | store GB/s |")
-    print("| ---: | --- | ---: | ---: | --- | ---: | ---: | ---: |")
-    for fp, dest, s, gap, ok, med, nbytes in rows:
+    base = {(fp, r): nbytes / med.get("reader_us", nan) / 1e3 for fp, r, dest, *_, med, nbytes in rows if dest == "none"}
+    print("| footprint MB | read gap ns | dest | storers | gap us | ok | GB/s per reader | / no stores | store GB/s |")
+    print("| ---: | ---: | --- | ---: | ---: | --- | ---: | ---: | ---: |")
+    for fp, r, dest, s, gap, ok, med, nbytes in rows:
         per = nbytes / med.get("reader_us", nan) / 1e3
-        print(f"| {fp:g} | {dest} | {s} | {gap:g} | {ok} | {per:.1f} | {per / base.get(fp, nan):.3f} | "
+        print(f"| {fp:g} | {r} | {dest} | {s} | {gap:g} | {ok} | {per:.1f} | {per / base.get((fp, r), nan):.3f} | "
               f"{med.get('store_gbps', nan):.1f} |")
 
 

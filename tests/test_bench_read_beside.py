@@ -16,7 +16,8 @@ def _rec(dest, storers, gap, reader_us, store_gbps=None, ok=True, fp=8.0, loads=
     stats = {"reader_us": {"median": reader_us}}
     if store_gbps is not None:
         stats["store_gbps"] = {"median": store_gbps}
-    p = {"loads": loads, "footprint_mb": fp, "storers": storers, "gap_us": gap, "destination": dest}
+    p = {"loads": loads, "footprint_mb": fp, "storers": storers, "gap_us": gap, "destination": dest,
+         "shared": True, "passes": 2, "readers": 132 - storers}
     return {"kind": "read-beside", "params": p, "stats": stats, "check": {"ok": ok}}
 
 
@@ -31,6 +32,19 @@ def test_cells_pair_host_with_local_and_mark_saturation():
     assert cs[0]["ratio"] == pytest.approx(0.05) and cs[0]["saturated"]
     lines = rbb.table(cs)
     assert "| 33 | 0.050 (sat) | 0.625 (0.50) |" in lines
+    assert cs[1]["reader_gbps_local"] == pytest.approx(2 * 8 * 2**20 / 100 / 1e3)    # 16 MB read in 100 us
+    # the slope over the one unsaturated cell with >= 33 storers: 1 - 0.625 = a x 0.5
+    assert rbb.slopes(cs)[-1] == "| tma | 8 | 0 | 167.8 | 1 | 0.75 |"
+
+
+def test_paced_readers_are_their_own_grid():
+    recs = [_rec("host", 33, 40.0, 160.0, store_gbps=25.0), _rec("local", 33, 40.0, 100.0),
+            _rec("host", 33, 40.0, 300.0, store_gbps=25.0), _rec("local", 33, 40.0, 250.0)]
+    for r in recs[2:]:
+        r["params"]["read_gap_ns"] = 500
+    cs = rbb.cells(recs, 50.0)
+    assert [(c["read_gap_ns"], round(c["ratio"], 3)) for c in cs] == [(0, 0.625), (500, 0.833)]
+    assert any("readers paced 500 ns a tile" in line for line in rbb.table(cs))
 
 
 def test_a_failed_check_is_left_out():

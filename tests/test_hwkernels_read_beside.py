@@ -27,7 +27,8 @@ def test_readers_sum_what_they_read_and_storers_fill_their_slots(tma, footprint_
         monkeypatch.setattr(rb, "reader_plan", lambda fp, n: (3 * n, 3, False))
     src = _src(9)
     dst = torch.full((2 * rb.SLOTS * T * T,), float("nan"), dtype=torch.bfloat16)
-    pt = rb.Point(5, 2, 0.0, footprint_tiles * rb.TILE_BYTES, dst, src, passes=2, tma=tma, max_rounds=3)
+    pt = rb.Point(5, 2, 0.0, footprint_tiles * rb.TILE_BYTES, dst, src, passes=2, tma=tma, max_rounds=3,
+                  read_gap_ns=300 if tma else 0)     # (no clock under the interpreter: pacing is a no-op)
     assert pt.shared is shared and pt.n_read == 3
     pt.enqueue()
     ok, err = pt.check()
@@ -65,8 +66,12 @@ def test_reader_plan_shares_small_footprints_and_splits_large_ones():
 def test_plan_puts_the_no_store_control_first_per_footprint():
     args = rb.parse_args(["--out", "x.jsonl", "--storers", "4,200", "--gaps-us", "0,10", "--footprints-mb", "8,1024"])
     pts = rb.plan(args, 132)
-    assert pts[0] == (0, 0.0, 8 << 20, "none") and pts[5] == (0, 0.0, 1 << 30, "none")
+    assert pts[0] == (0, 0.0, 8 << 20, "none", 0) and pts[5] == (0, 0.0, 1 << 30, "none", 0)
     assert len(pts) == 2 * (1 + 2 * 2) and all(s < 132 for s, *_ in pts)     # 200 storers: no readers left
+    paced = rb.plan(rb.parse_args(["--out", "x.jsonl", "--storers", "4", "--gaps-us", "10", "--footprints-mb", "8",
+                                   "--read-gaps-ns", "0,500"]), 132)
+    assert paced == [(0, 0.0, 8 << 20, "none", 0), (4, 10.0, 8 << 20, "host", 0), (4, 10.0, 8 << 20, "local", 0),
+                     (0, 0.0, 8 << 20, "none", 500), (4, 10.0, 8 << 20, "host", 500), (4, 10.0, 8 << 20, "local", 500)]
 
 
 def test_samples_turn_clock_edges_into_rates():
@@ -85,7 +90,9 @@ def test_samples_turn_clock_edges_into_rates():
 @pytest.mark.parametrize("argv, msg", [(["--storers", "a"], "comma-separated"), (["--storers", "0"], "--storers"),
                                        (["--gaps-us", "-1"], "--storers"), (["--dests", "peer"], "--dests"),
                                        (["--footprints-mb", "0.001"], "--footprints-mb"),
-                                       (["--passes", "0"], "--passes"), (["--loads", "ldg"], "--loads")])
+                                       (["--passes", "0"], "--passes"), (["--loads", "ldg"], "--loads"),
+                                       (["--read-gaps-ns", "-5"], "--read-gaps-ns"),
+                                       (["--read-gaps-ns", "x"], "comma-separated")])
 def test_bad_options_are_one_line_exit_2(argv, msg, capsys):
     with pytest.raises(SystemExit) as e:
         rb.parse_args(["--out", "x.jsonl", *argv])
