@@ -48,15 +48,19 @@ MODES = ("start", "stall")
 KINDS = ("l1", "l2", "kernel")
 
 
-def simulated_mainloops(table, shape, lay, platform, local: dict, cv: dict, seed: int) -> dict:
-    """{"l1", "l2": mean of gate wait + mainloop; "kernel": makespan} of the table in the DES on
-    ``platform``, each tile's mainloop its kind's time in ``local`` times its spread factor (``cv`` by
-    kind, :mod:`xsim.spread`)."""
+def simulate_table(table, shape, lay, platform, local: dict, cv: dict, seed: int, trace: bool = False):
+    """(workload, result) of the table in the DES on ``platform``, each tile's mainloop its kind's time in
+    ``local`` times its spread factor (``cv`` by kind, :mod:`xsim.spread`); ``trace``: keep q(t)."""
     factor = tile_factors(table.tiles, {L1: cv["l1"], L2: cv["l2"]}, seed)
     w = tile_workload(table, shape, lay, platform, local["l1"], local["l2"], 0, "issue",
                       local["l2_epilogue"], local["l1_epilogue"], 0.0, factor)
     w = replace(w, wait_counter=np.full(w.n_tiles, -1, np.int64))   # ready=True: no l2_full wait
-    result = simulate(w, engine="fast", trace=False)
+    return w, simulate(w, engine="fast", trace=trace)
+
+
+def simulated_mainloops(table, shape, lay, platform, local: dict, cv: dict, seed: int) -> dict:
+    """{"l1", "l2": mean of gate wait + mainloop; "kernel": makespan} of ``simulate_table``."""
+    w, result = simulate_table(table, shape, lay, platform, local, cv, seed)
     t = result.times
     held = t.gate_wait_us + (t.mainloop_end - t.mainloop_start)
     out = {k: float(np.mean(held[w.kind == kind])) if np.any(w.kind == kind) else math.nan
@@ -64,22 +68,35 @@ def simulated_mainloops(table, shape, lay, platform, local: dict, cv: dict, seed
     return out | {"kernel": float(result.makespan_us)}
 
 
-def row(cfg, pattern: str, k: int, by: dict, platform, sms: int, seeds: int) -> dict:
-    host, loc = by["host"], by["local"]
+def point_inputs(cfg, pattern: str, k: int, loc: dict, sms: int):
+    """(table, layout, local, cv) of one beside point: its table, and its local control's per-kind held
+    time and epilogues (``local``) and mainloop spreads (``cv``), the DES's inputs."""
     local = {"l1": _held(loc, "l1"), "l2": _held(loc, "l2"),
              "l1_epilogue": _mean(loc, "l1_epilogue_us"), "l2_epilogue": _mean(loc, "l2_epilogue_us")}
     local = {n: (0.0 if math.isnan(v) else v) for n, v in local.items()}
-    cv = {k: _cv(loc, f"{k}_mainloop_us") for k in ("l1", "l2")}
+    cv = {kind: _cv(loc, f"{kind}_mainloop_us") for kind in ("l1", "l2")}
     s = cfg.shape
     lay = expert_layout(s, route(s, cfg.routing, cfg.skew, cfg.seed))
     table = beside_table(schedule_table(s, lay, "wave", n_streams=sms), pattern, k, sms, flop_ratio(s))
+    return table, lay, local, cv
+
+
+def measured_load(host: dict, platform) -> float:
+    """A host run's stored bytes over its store window, as a share of R."""
+    window = _med(host, "store_window_us")
+    return host["params"]["l2_bytes"] / (window * 1e3) / platform.drain_rate_gbps if window > 0 else math.nan
+
+
+def row(cfg, pattern: str, k: int, by: dict, platform, sms: int, seeds: int) -> dict:
+    host, loc = by["host"], by["local"]
+    table, lay, local, cv = point_inputs(cfg, pattern, k, loc, sms)
+    s = cfg.shape
     out = {"config": cfg.name, "pattern": pattern, "k": k, "l2_local_us": _held(loc, "l2")}
     for kind in ("l1", "l2"):
         h, lo = _held(host, kind), _held(loc, kind)
         out[f"{kind}_measured"] = h / lo if lo > 0 else math.nan
         out[f"{kind}_excess_measured"] = h - lo
-    window = _med(host, "store_window_us")
-    out["load"] = host["params"]["l2_bytes"] / (window * 1e3) / platform.drain_rate_gbps if window > 0 else math.nan
+    out["load"] = measured_load(host, platform)
     out["kernel_measured"] = _med(host, "kernel_us") / _med(loc, "kernel_us")
     ratios, excess = {mode: [] for mode in MODES}, {mode: [] for mode in MODES}
     for seed in range(seeds):

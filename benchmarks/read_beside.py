@@ -70,22 +70,28 @@ def cells(recs: list[dict], rate_gbps: float) -> list[dict]:
 MANY = 33   # storers from which the readers' loss is about the same function of the load (the map)
 
 
-def slopes(cs: list[dict]) -> list[str]:
-    """Per (loads, footprint, read gap): the local readers' rate and the slope a of host / local = 1 - a x load
-    (least squares through the origin over the unsaturated cells with >= MANY storers)."""
-    lines = ["", f"The readers' loss against their own rate: a of host / local = 1 - a x load, over the unsaturated "
-             f"cells with >= {MANY} storers", "", "| loads | footprint MB | read gap ns | reader GB/s (local) | cells | a |",
-             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+def slope_points(cs: list[dict]) -> list[tuple]:
+    """Per (loads, footprint MB, read gap ns): (key, the local readers' median rate GB/s, cells, a), a the
+    slope of host / local = 1 - a x load by least squares through the origin over the unsaturated cells
+    with >= MANY storers."""
+    out = []
     for key in sorted({(c["loads"], c["footprint_mb"], c["read_gap_ns"]) for c in cs}):
         sel = [c for c in cs if (c["loads"], c["footprint_mb"], c["read_gap_ns"]) == key
                and c["storers"] >= MANY and not c["saturated"]]
-        if not sel:
-            continue
-        rho = np.array([c["load"] for c in sel])
-        loss = 1.0 - np.array([c["ratio"] for c in sel])
-        rate = float(np.median([c["reader_gbps_local"] for c in sel]))
-        lines.append(f"| {key[0]} | {key[1]:g} | {key[2]} | {rate:.1f} | {len(sel)} | "
-                     f"{float(rho @ loss / (rho @ rho)):.2f} |")
+        if sel:
+            rho = np.array([c["load"] for c in sel])
+            loss = 1.0 - np.array([c["ratio"] for c in sel])
+            out.append((key, float(np.median([c["reader_gbps_local"] for c in sel])), len(sel),
+                        float(rho @ loss / (rho @ rho))))
+    return out
+
+
+def slopes(cs: list[dict]) -> list[str]:
+    lines = ["", f"The readers' loss against their own rate: a of host / local = 1 - a x load, over the unsaturated "
+             f"cells with >= {MANY} storers", "", "| loads | footprint MB | read gap ns | reader GB/s (local) | cells | a |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for (loads, fp, rgap), rate, n, a in slope_points(cs):
+        lines.append(f"| {loads} | {fp:g} | {rgap} | {rate:.1f} | {n} | {a:.2f} |")
     return lines
 
 
