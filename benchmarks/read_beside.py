@@ -45,7 +45,8 @@ def points(recs: list[dict]) -> dict:
         p = r.get("params") or {}
         if r.get("kind") != "read-beside" or not (r.get("check") or {}).get("ok"):
             continue
-        key = (p["loads"], float(p["footprint_mb"]), int(p.get("read_gap_ns", 0)), int(p["storers"]), float(p["gap_us"]))
+        key = (p["loads"], float(p["footprint_mb"]), int(p.get("read_gap_ns", 0)), int(p["storers"]),
+               float(p["gap_us"]))
         out.setdefault(key, {})[p["destination"]] = r
     return out
 
@@ -59,7 +60,7 @@ def cells(recs: list[dict], rate_gbps: float) -> list[dict]:
         host, local = by["host"], by["local"]
         load = _med(host, "store_gbps") / rate_gbps
         p = local["params"]
-        reads = p["footprint_mb"] * 2**20 * p["passes"] if p["shared"] else p["footprint_mb"] * 2**20 * p["passes"] / p["readers"]
+        reads = p["footprint_mb"] * 2**20 * p["passes"] / (1 if p["shared"] else p["readers"])   # bytes per reader
         out.append({"loads": loads, "footprint_mb": fp, "read_gap_ns": rgap, "storers": storers, "gap_us": gap,
                     "load": load, "saturated": load >= SATURATED,
                     "reader_gbps_local": reads / _med(local, "reader_us") / 1e3,
@@ -88,7 +89,8 @@ def slope_points(cs: list[dict]) -> list[tuple]:
 
 def slopes(cs: list[dict]) -> list[str]:
     lines = ["", f"The readers' loss against their own rate: a of host / local = 1 - a x load, over the unsaturated "
-             f"cells with >= {MANY} storers", "", "| loads | footprint MB | read gap ns | reader GB/s (local) | cells | a |",
+             f"cells with >= {MANY} storers", "",
+             "| loads | footprint MB | read gap ns | reader GB/s (local) | cells | a |",
              "| --- | ---: | ---: | ---: | ---: | ---: |"]
     for (loads, fp, rgap), rate, n, a in slope_points(cs):
         lines.append(f"| {loads} | {fp:g} | {rgap} | {rate:.1f} | {n} | {a:.2f} |")

@@ -43,10 +43,9 @@ MAX_NS = 2_000_000_000        # a storer stops after 2 s, readers done or not (a
 
 @triton.jit
 def read_beside_kernel(src_desc, src_ptr, dst_ptr, sums_ptr, ns_ptr, rounds_ptr, done_ptr,
-                       n_store, n_tiles, reader_tiles, shared, gap_ns, read_gap_ns, max_rounds, N_READS: tl.constexpr,
-                       T: tl.constexpr, SLOTS: tl.constexpr, MAX_NS: tl.constexpr, TMA: tl.constexpr,
-                       NS: tl.constexpr,
-                       CLK: tl.constexpr):
+                       n_store, n_tiles, reader_tiles, shared, gap_ns, read_gap_ns, max_rounds,
+                       N_READS: tl.constexpr, T: tl.constexpr, SLOTS: tl.constexpr, MAX_NS: tl.constexpr,
+                       TMA: tl.constexpr, NS: tl.constexpr, CLK: tl.constexpr):
     p = tl.program_id(0)
     n_read = tl.num_programs(0) - n_store
     t0 = _now(CLK)
@@ -282,7 +281,8 @@ def print_table(rows):
     """Per point: per-reader GB/s (median reader), over the no-store control of its footprint and read gap,
     and the store rate."""
     nan = float("nan")
-    base = {(fp, r): nbytes / med.get("reader_us", nan) / 1e3 for fp, r, dest, *_, med, nbytes in rows if dest == "none"}
+    base = {(fp, r): nbytes / med.get("reader_us", nan) / 1e3
+            for fp, r, dest, *_, med, nbytes in rows if dest == "none"}
     print("| footprint MB | read gap ns | dest | storers | gap us | ok | GB/s per reader | / no stores | store GB/s |")
     print("| ---: | ---: | --- | ---: | ---: | --- | ---: | ---: | ---: |")
     for fp, r, dest, s, gap, ok, med, nbytes in rows:

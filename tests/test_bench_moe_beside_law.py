@@ -45,7 +45,7 @@ def test_no_law_is_one_line_and_exit_2(tmp_path, capsys):
     beside.write_text("".join(json.dumps(rec | {"params": rec["params"] | {"destination": d}}) + "\n"
                               for d in ("host", "local")))
     reads = tmp_path / "r.jsonl"
-    reads.write_text(json.dumps(_read("host", 0, 200.0, 25.0)) + "\n" + json.dumps(_read("local", 0, 100.0, 25.0)) + "\n")
+    reads.write_text("".join(json.dumps(r) + "\n" for r in (_read("host", 0, 200.0, 25.0), _read("local", 0, 100.0, 25.0))))
     assert law.main(["--reads", str(reads), str(beside)]) == 2
     assert law.main(["--reads", str(tmp_path / "missing.jsonl"), str(beside)]) == 2
     err = capsys.readouterr().err.splitlines()
