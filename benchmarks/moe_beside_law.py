@@ -3,8 +3,8 @@ measured, account for the MoE mainloops' stretch that the calibrated load gate l
 
 The law comes from ``hwkernels.read_beside`` records alone (``benchmarks/read_beside.py``): with 33 or more
 SMs storing, a reader that reads r GB/s on its own keeps 1 - a(r) x rho of that rate while the link carries
-rho of R. Its slope a(r) is taken per reader rate from the L2-served readers (paced or not), and
-interpolated in r (held at the ends). Applied tile by tile on the DES (start gate, as calibrated, with
+rho of R. The slope is measured per group of readers (source, pacing, storer count: each its own rate), and
+a(r) is the least-squares line through those (rate, a) points, clipped to [0, 1]. Applied tile by tile on the DES (start gate, as calibrated, with
 trace): a Linear-2 mainloop that reads at its layer's local rate r (2 x 128 x K elements over the local
 control's held time) and ran while the link was draining a share b of its time is stretched to
 mainloop / (1 - a(r) b). That is the link's busy share during the tile in place of rho: the DES's drain
@@ -40,17 +40,24 @@ from xsim.fileio import atomic_write  # noqa: E402
 from xsim.moe.tiles import L2  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-L2_SERVED_MB = 64        # read-beside footprints up to this are read by every reader: the L2 serves them
 
 
 def read_law(read_recs: list[dict], rate_gbps: float):
-    """(rates, slopes) of the L2-served readers, sorted by rate (ValueError if fewer than two)."""
-    pts = sorted((rate, a) for (loads, fp, _), rate, _, a in slope_points(cells(read_recs, rate_gbps))
-                 if loads == "tma" and fp <= L2_SERVED_MB)
-    if len(pts) < 2:
-        raise ValueError("the read records give the slope at fewer than two reader rates (run "
-                         "`run_read_beside_device.sh paced`)")
-    return np.array([p[0] for p in pts]), np.array([p[1] for p in pts])
+    """(c0, c1, points): a(r) = clip(c0 + c1 r, 0, 1), least squares over the TMA readers' slopes at their
+    own rates (L2-served and HBM alike: the map found the reader's rate, not its source, decides), and the
+    (rate, a) points (ValueError with fewer than two rates)."""
+    pts = sorted((rate, a) for (loads, *_), rate, _, a in slope_points(cells(read_recs, rate_gbps))
+                 if loads == "tma")
+    if len({round(r) for r, _ in pts}) < 2:
+        raise ValueError("the read records give the slope at fewer than two reader rates")
+    r, a = np.array(pts).T
+    c1, c0 = np.polyfit(r, a, 1)
+    return float(c0), float(c1), pts
+
+
+def slope_at(law, rate: float) -> float:
+    """a(r) of ``read_law``'s line, clipped to [0, 1]."""
+    return float(np.clip(law[0] + law[1] * rate, 0.0, 1.0))
 
 
 def busy_share(trace, start: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -74,7 +81,7 @@ def law_row(cfg, pattern: str, k: int, by: dict, platform, sms: int, law) -> dic
     held = float(np.mean(t.gate_wait_us[l2] + ml))
     held_base = float(np.mean((tb.gate_wait_us + tb.mainloop_end - tb.mainloop_start)[l2]))
     rate = 2 * s.block_m * s.intermediate * s.element_bytes / local["l2"] / 1e3 if local["l2"] > 0 else math.nan
-    a = float(np.interp(rate, *law))
+    a = slope_at(law, rate)
     b = busy_share(res.traces[0], t.mainloop_start[l2], t.mainloop_end[l2])
     stretch = float(np.mean(ml * (1.0 / (1.0 - a * b) - 1.0)))
     return {"config": cfg.name, "pattern": pattern, "k": k, "load": measured_load(host, platform), "rate": rate,
@@ -124,9 +131,9 @@ def main(argv=None) -> int:
             rs.append(law_row(configs[name], pattern, k, by, platform, sms, law))
     rows = [f"| {r['config']} | {r['pattern']} | {r['k']} | {r['load']:.2f} | {r['rate']:.1f} | {r['busy']:.2f} | "
             f"{r['measured']:.1f} | {r['start']:.1f} | {r['law']:.1f} |" for r in rs]
-    lines = [f"The read law on the beside tables, {args.platform} (law from {read_path.name}: a = "
-             + ", ".join(f"{a:.2f} at {r:.0f} GB/s" for r, a in zip(*law))
-             + f"; beside records of {', '.join(sorted({r.get('commit', '?') for r in recs}))}); {commit_note()}",
+    lines = [f"The read law on the beside tables, {args.platform} (from {read_path.name}: a(r) = {law[0]:+.3f} "
+             f"{law[1]:+.4f} r, clipped to [0, 1], over " + ", ".join(f"{a:.2f} at {r:.0f}" for r, a in law[2])
+             + f" GB/s; beside records of {', '.join(sorted({r.get('commit', '?') for r in recs}))}); {commit_note()}",
              "", *summary(rs), "", "| config | pattern | k | load | read GB/s | busy | L2 +us measured | start gate | "
              "gate + law |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |", *rows]
     text = "\n".join(lines) + "\n"

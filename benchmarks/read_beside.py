@@ -72,13 +72,15 @@ MANY = 33   # storers from which the readers' loss is about the same function of
 
 
 def slope_points(cs: list[dict]) -> list[tuple]:
-    """Per (loads, footprint MB, read gap ns): (key, the local readers' median rate GB/s, cells, a), a the
-    slope of host / local = 1 - a x load by least squares through the origin over the unsaturated cells
-    with >= MANY storers."""
+    """Per (loads, footprint MB, read gap ns, storers >= MANY): (key, the local readers' median rate GB/s,
+    cells, a), a the slope of host / local = 1 - a x load by least squares through the origin over the
+    unsaturated cells. (The storer count is part of the key: it sets how many readers share the source,
+    so their rate.)"""
     out = []
-    for key in sorted({(c["loads"], c["footprint_mb"], c["read_gap_ns"]) for c in cs}):
-        sel = [c for c in cs if (c["loads"], c["footprint_mb"], c["read_gap_ns"]) == key
-               and c["storers"] >= MANY and not c["saturated"]]
+    for key in sorted({(c["loads"], c["footprint_mb"], c["read_gap_ns"], c["storers"]) for c in cs
+                       if c["storers"] >= MANY}):
+        sel = [c for c in cs if (c["loads"], c["footprint_mb"], c["read_gap_ns"], c["storers"]) == key
+               and not c["saturated"]]
         if sel:
             rho = np.array([c["load"] for c in sel])
             loss = 1.0 - np.array([c["ratio"] for c in sel])
@@ -90,10 +92,10 @@ def slope_points(cs: list[dict]) -> list[tuple]:
 def slopes(cs: list[dict]) -> list[str]:
     lines = ["", f"The readers' loss against their own rate: a of host / local = 1 - a x load, over the unsaturated "
              f"cells with >= {MANY} storers", "",
-             "| loads | footprint MB | read gap ns | reader GB/s (local) | cells | a |",
-             "| --- | ---: | ---: | ---: | ---: | ---: |"]
-    for (loads, fp, rgap), rate, n, a in slope_points(cs):
-        lines.append(f"| {loads} | {fp:g} | {rgap} | {rate:.1f} | {n} | {a:.2f} |")
+             "| loads | footprint MB | read gap ns | storers | reader GB/s (local) | cells | a |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for (loads, fp, rgap, storers), rate, n, a in slope_points(cs):
+        lines.append(f"| {loads} | {fp:g} | {rgap} | {storers} | {rate:.1f} | {n} | {a:.2f} |")
     return lines
 
 

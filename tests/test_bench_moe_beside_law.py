@@ -20,14 +20,17 @@ def _read(dest, gap_ns, reader_us, store_gbps, storers=33, fp=8.0):
             "stats": {"reader_us": {"median": reader_us}, "store_gbps": {"median": store_gbps}}}
 
 
-def test_the_law_takes_one_slope_per_l2_served_reader_rate():
-    # at load 0.5: unpaced readers (16 MB in 100 us) keep 0.5 of their rate, a = 1; paced ones (in 200 us) 0.8
+def test_the_law_is_a_line_through_each_reader_group_s_slope_at_its_rate():
+    # at load 0.5: unpaced readers (16 MB in 100 us) keep 0.5 of their rate, a = 1; paced ones (in 200 us)
+    # 0.8, a = 0.4; a group with fewer than 33 storers is left out
     recs = [_read("host", 0, 200.0, 25.0), _read("local", 0, 100.0, 25.0),
             _read("host", 900, 250.0, 25.0), _read("local", 900, 200.0, 25.0),
-            _read("host", 0, 1000.0, 25.0, fp=1024.0), _read("local", 0, 100.0, 25.0, fp=1024.0)]  # HBM: not used
-    rates, slopes = law.read_law(recs, 50.0)
+            _read("host", 0, 1000.0, 25.0, storers=16), _read("local", 0, 100.0, 25.0, storers=16)]
+    c0, c1, pts = law.read_law(recs, 50.0)
     fast = 2 * 8 * 2**20 / 100 / 1e3
-    assert rates == pytest.approx([fast / 2, fast]) and slopes == pytest.approx([0.4, 1.0])
+    assert [p[0] for p in pts] == pytest.approx([fast / 2, fast]) and [p[1] for p in pts] == pytest.approx([0.4, 1.0])
+    assert law.slope_at((c0, c1), fast / 2) == pytest.approx(0.4) and law.slope_at((c0, c1), fast) == pytest.approx(1.0)
+    assert law.slope_at((c0, c1), 10 * fast) == 1.0 and law.slope_at((c0, c1), 0.0) == 0.0     # clipped
     with pytest.raises(ValueError, match="fewer than two"):
         law.read_law(recs[:2], 50.0)
 

@@ -34,7 +34,7 @@ def test_cells_pair_host_with_local_and_mark_saturation():
     assert "| 33 | 0.050 (sat) | 0.625 (0.50) |" in lines
     assert cs[1]["reader_gbps_local"] == pytest.approx(2 * 8 * 2**20 / 100 / 1e3)    # 16 MB read in 100 us
     # the slope over the one unsaturated cell with >= 33 storers: 1 - 0.625 = a x 0.5
-    assert rbb.slopes(cs)[-1] == "| tma | 8 | 0 | 167.8 | 1 | 0.75 |"
+    assert rbb.slopes(cs)[-1] == "| tma | 8 | 0 | 33 | 167.8 | 1 | 0.75 |"
 
 
 def test_paced_readers_are_their_own_grid():
