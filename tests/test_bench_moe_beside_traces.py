@@ -63,3 +63,13 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     assert mbt.main(["--platform", "no-such", str(empty)]) == 2
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 3 and all(line.startswith("moe_beside_traces:") for line in err)
+
+
+def test_the_shipped_traces_make_the_table(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(mbt, "ROOT", tmp_path)
+    (tmp_path / "benchmarks" / "results").mkdir(parents=True)
+    shipped = (Path(__file__).resolve().parent.parent / "calibration" / "records" / "h100-pcie-host-beside-traces"
+               / "traces-probe-h1408-e16-t1024.npz")
+    assert mbt.main([str(shipped)]) == 0
+    out = capsys.readouterr().out
+    assert "| probe-h1408-e16-t1024 own-12 | L2 |" in out and "700ac67" in out
