@@ -87,11 +87,12 @@ def measured_load(host: dict, platform) -> float:
     return host["params"]["l2_bytes"] / (window * 1e3) / platform.drain_rate_gbps if window > 0 else math.nan
 
 
-def row(cfg, pattern: str, k: int, by: dict, platform, sms: int, seeds: int) -> dict:
+def row(name: str, cfg, pattern: str, k: int, by: dict, platform, sms: int, seeds: int) -> dict:
+    """One point's measured and simulated ratios; ``name`` is its point's (the config's, or name@hint)."""
     host, loc = by["host"], by["local"]
     table, lay, local, cv = point_inputs(cfg, pattern, k, loc, sms)
     s = cfg.shape
-    out = {"config": cfg.name, "pattern": pattern, "k": k, "l2_local_us": _held(loc, "l2")}
+    out = {"config": name, "pattern": pattern, "k": k, "l2_local_us": _held(loc, "l2")}
     for kind in ("l1", "l2"):
         h, lo = _held(host, kind), _held(loc, kind)
         out[f"{kind}_measured"] = h / lo if lo > 0 else math.nan
@@ -208,7 +209,7 @@ def main(argv=None) -> int:
         sms = int(by["host"]["params"]["programs"])
         if pattern == BESIDE and not 1 <= k < sms:
             continue
-        rs.append(row(configs[name], pattern, k, by, platform, sms, args.seeds) | {"config": name})
+        rs.append(row(name, configs[name], pattern, k, by, platform, sms, args.seeds))
     commits = sorted({r.get("commit", "?") for r in recs})
     gate = platform.load_gate
     lines = [f"The DES on the beside tables, {args.platform} (gate: {gate.scope} scope, {gate.threshold_bytes:.0f} B; "

@@ -142,6 +142,8 @@ def save_traces(path, traces: dict, commit: str) -> None:
 
 
 def parse_args(argv=None):
+    from .moe import COMBINE_HINTS
+
     ap = argparse.ArgumentParser(prog="hwkernels.moe_beside", description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="records file (JSONL), appended to")
     ap.add_argument("--configs", default="moe1-dit-moe-bf16-zipf-4096,moe1-hy3-bf16-balanced-1024,"
@@ -153,7 +155,7 @@ def parse_args(argv=None):
     ap.add_argument("--budget-s", type=float, default=0.0, help="start no config after this many seconds")
     ap.add_argument("--traces", default=None, help="a new .npz: each point's last stamped run, its table and "
                     "each tile's Combine bytes, keyed config|pattern-k|{dest|stamps, tiles, offsets, store_bytes}")
-    ap.add_argument("--combine-hint", default="", choices=("", "evict_first", "cs"),
+    ap.add_argument("--combine-hint", default="", choices=COMBINE_HINTS,
                     help="the Combine stores' L2 hint (KernelConfig.combine_hint; the records carry it)")
     args = ap.parse_args(argv)
     try:

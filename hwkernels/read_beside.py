@@ -99,13 +99,19 @@ def reader_plan(footprint_bytes: int, n_read: int) -> tuple[int, int, bool]:
     return per * n_read, per, False
 
 
-def expected_sums(src, n_tiles: int, n_read: int, reader_tiles: int, shared: bool, passes: int):
-    """Each reader's sum as the kernel forms it (the same tiles of ``src`` [rows, T]; order aside)."""
+def tile_sums(src, n_tiles: int):
+    """The sum of each of the first ``n_tiles`` [T, T] tiles of ``src`` [rows, T] (float64, on the CPU)."""
     import torch
 
     tiles = src[:n_tiles * TILE].view(n_tiles, TILE, TILE)
-    per_tile = torch.cat([c.float().sum(dim=(1, 2)) for c in tiles.split(1024)]).double().cpu()
-    n = n_tiles
+    return torch.cat([c.float().sum(dim=(1, 2)) for c in tiles.split(1024)]).double().cpu()
+
+
+def expected_sums(per_tile, n_read: int, reader_tiles: int, shared: bool, passes: int):
+    """Each reader's sum as the kernel forms it, from ``tile_sums`` of its source (order aside)."""
+    import torch
+
+    n = len(per_tile)
     out = []
     for r in range(n_read):
         first = (r * (n // n_read)) % n if shared else r * reader_tiles
@@ -115,10 +121,12 @@ def expected_sums(src, n_tiles: int, n_read: int, reader_tiles: int, shared: boo
 
 
 class Point:
-    """One (storers, gap, footprint, dest) launch with its buffers; ``run`` times and ``check`` verifies."""
+    """One (storers, gap, footprint, dest) launch with its buffers; ``run`` times and ``check`` verifies.
+    ``sums``: ``tile_sums`` of the source for its footprint when the caller has them (points share them)."""
 
     def __init__(self, n_programs: int, n_store: int, gap_us: float, footprint_bytes: int, dst, src,
-                 passes: int, tma: bool = True, stages: int = 4, max_rounds: int = 1 << 30, read_gap_ns: int = 0):
+                 passes: int, tma: bool = True, stages: int = 4, max_rounds: int = 1 << 30, read_gap_ns: int = 0,
+                 sums=None):
         import torch
 
         self.n_programs, self.n_store, self.dst, self.src, self.passes = n_programs, n_store, dst, src, passes
@@ -136,7 +144,8 @@ class Point:
         self.gap_ns, self.tma, self.stages, self.max_rounds = int(gap_us * 1e3), tma, stages, max_rounds
         self.read_gap_ns = int(read_gap_ns)
         self.desc = self._desc() if tma else src
-        self.expected = expected_sums(src, self.n_tiles, self.n_read, self.reader_tiles, self.shared, passes)
+        per_tile = tile_sums(src, self.n_tiles) if sums is None else sums
+        self.expected = expected_sums(per_tile, self.n_read, self.reader_tiles, self.shared, passes)
 
     def _desc(self):
         from triton.tools.tensor_descriptor import TensorDescriptor
@@ -171,7 +180,7 @@ class Point:
 
     def samples(self, kernel_us: float) -> dict:
         """The launch's rates from the programs' %globaltimer edges (ns since 1970: integers first)."""
-        edges = self.ns.view(-1, 2).cpu().numpy().astype(np.int64)
+        edges = self.ns.view(-1, 2).cpu().numpy()
         readers = edges[self.n_store:]
         read_bytes = self.n_read * self.reader_tiles * self.passes * TILE_BYTES
         out = {"kernel_us": kernel_us, "reader_us": (readers[:, 1] - readers[:, 0]) / 1e3,
@@ -251,8 +260,13 @@ def main(argv=None) -> int:
     dsts = {"host": host.cuda.view(torch.bfloat16), "local": torch.empty(n_dst, dtype=torch.bfloat16, device=device),
             "none": torch.empty(1, dtype=torch.bfloat16, device=device)}
     rows = []
+    sums = {}                                    # tile_sums per tile count: the source's, computed once
     for s, gap, fp, dest, rgap in points:
-        pt = Point(sms, s, gap, fp, dsts[dest], src, args.passes, tma=args.loads == "tma", read_gap_ns=rgap)
+        n_tiles = reader_plan(fp, sms - s)[0]
+        if n_tiles not in sums:
+            sums[n_tiles] = tile_sums(src, n_tiles)
+        pt = Point(sms, s, gap, fp, dsts[dest], src, args.passes, tma=args.loads == "tma", read_gap_ns=rgap,
+                   sums=sums[n_tiles])
         dst = dsts[dest]
 
         def run(pt=pt):
