@@ -13,13 +13,15 @@ pay the same way, local / host = 1 - a x busy per tile, with a near 0.75 where t
 L2-served. Printed per point and kind: tiles binned by their busy share, the mean stretch in each bin, and
 a (least squares through the origin of 1 - local / host on busy). Nothing is fitted to a prediction.
 
-    PYTHONPATH=. python benchmarks/moe_beside_traces.py [--platform NAME] TRACES.npz ...
-writes benchmarks/results/moe_beside_traces_<platform>.txt.
+    PYTHONPATH=. python benchmarks/moe_beside_traces.py [--platform NAME] [--name STEM] TRACES.npz ...
+writes benchmarks/results/<STEM>_<platform>.txt (STEM: moe_beside_traces). The fused kernel's own traces
+(``hwkernels.moe_bench --traces``, a host file and a local one) pair the same way, point = config|schedule.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -84,12 +86,18 @@ def slope(share: np.ndarray, speed: np.ndarray) -> float:
     return float(np.sum(share * (1.0 - speed)) / den) if den > 0 else float("nan")
 
 
-def report(npz, rate: float) -> list[str]:
-    keys = sorted({k.rsplit("|", 1)[0] for k in npz.files if k.endswith("|host|stamps")})
+def merged(files) -> dict:
+    """Every array of every traces file by key (a host run and its local control may be in two files:
+    ``hwkernels.moe_bench --traces`` writes one per destination; a table's arrays are the same in both)."""
+    return {k: f[k] for f in files for k in f.files if k != "commit"}
+
+
+def report(npz: dict, rate: float) -> list[str]:
+    keys = sorted({k.rsplit("|", 1)[0] for k in npz if k.endswith("|host|stamps")})
     lines = []
     for key in keys:
         point = key.rsplit("|", 1)[0]
-        if f"{point}|local|stamps" not in npz.files:
+        if f"{point}|local|stamps" not in npz:
             continue
         rows = point_rows(npz[f"{key}|stamps"], npz[f"{point}|local|stamps"], npz[f"{point}|tiles"],
                           npz[f"{point}|store_bytes"], rate)
@@ -109,14 +117,19 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="moe_beside_traces", description=__doc__.splitlines()[0])
     ap.add_argument("traces", nargs="+", type=Path)
     ap.add_argument("--platform", default="h100-pcie-host")
+    ap.add_argument("--name", default="moe_beside_traces",
+                    help="the results file's stem (benchmarks/results/<name>_<platform>.txt)")
     args = ap.parse_args(argv)
+    if not re.fullmatch(r"[\w.-]+", args.name):
+        print(f"moe_beside_traces: --name {args.name!r}: letters, digits, '.', '_' and '-' only", file=sys.stderr)
+        return 2
     try:
         rate = resolve_platform(args.platform).drain_rate_gbps
         files = [np.load(p) for p in args.traces]
     except (ProfileError, OSError, ValueError) as e:
         print(f"moe_beside_traces: {e}", file=sys.stderr)
         return 2
-    body = [line for f in files for line in report(f, rate)]
+    body = report(merged(files), rate)
     if not body:
         print(f"moe_beside_traces: no point with both a host and a local run in "
               f"{', '.join(map(str, args.traces))}", file=sys.stderr)
@@ -130,7 +143,7 @@ def main(argv=None) -> int:
                       f"| point | kind | mean busy | {head} | a |",
                       "| --- | --- | ---: | " + " | ".join("---:" for _ in BINS[1:]) + " | ---: |", *body]) + "\n"
     print(text, end="")
-    atomic_write(ROOT / "benchmarks" / "results" / f"moe_beside_traces_{args.platform}.txt", text)
+    atomic_write(ROOT / "benchmarks" / "results" / f"{args.name}_{args.platform}.txt", text)
     return 0
 
 

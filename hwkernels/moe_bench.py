@@ -2,7 +2,7 @@
 
     python -m hwkernels.moe_bench --out RECORDS.jsonl --target host [--configs A,B|x.toml]
            [--trials 20] [--phases kernel,signal,gemm,mainloop] [--tune] [--suite full|quick]
-           [--combine host|local] [--lead scenario|default|candidates|N,...]
+           [--combine host|local] [--lead scenario|default|candidates|N,...] [--traces T.npz]
 
 kernel (kind "kernel"): for each config and both schedules (order rotated per config), the
 destination is poisoned (NaN), the kernel runs, the Combine output is checked against the
@@ -28,6 +28,9 @@ candidates (every lead the pick chose among), N rows; the wave table once per co
 moe_dist.py says (Dispatch all-to-all outside the timed kernel, Combine into each token's
 rank's buffer, each rank checks what it received; per-trial kernel time = max over ranks; rank
 0 writes the records); kernel and signal phases only. Never run on GPUs: CPU-tested (gloo).
+--traces (one GPU): a new .npz with each kernel point's last stamped run, keyed
+config|schedule|{host or local|stamps, tiles, offsets, store_bytes} (hwkernels.moe_beside.add_trace;
+benchmarks/moe_beside_traces.py pairs a host file with a local one), rewritten after every config.
 """
 
 import argparse
@@ -39,6 +42,7 @@ from dataclasses import replace
 from . import moe, moe_dist, moe_reference, records
 from .moe_stamps import FUSED_RECORD_STATS, kernel_samples
 from .moe_bench_gemm import gemm_phase, read_settings, tune, write_settings
+from .moe_beside import add_trace, relative_stamps, save_traces
 from .moe_bench_io import host_out, local_out, print_table
 from .moe_catalog import leads_for, load_configs, parse_leads
 from .platform_info import smi_sm_clock_mhz
@@ -87,13 +91,19 @@ def parse_args(argv=None):
     ap.add_argument("--steady-s", type=float, default=0.0,
                     help="heat: before each timed kernel run, this many seconds of the same kernel back to back "
                          "(after the poison; records: timing steady), so it starts at the power cap's clock")
-    return ap.parse_args(argv)
+    ap.add_argument("--traces", default=None, help="a new .npz of each kernel point's last stamped run (one GPU)")
+    args = ap.parse_args(argv)
+    if args.traces and os.path.exists(args.traces):
+        ap.error(f"--traces: {args.traces} exists (not overwritten)")
+    return args
 
 
 class Bench:
     ranks = SOLO        # N > 1: hwkernels.ranks.Ranks
     dest = None         # N > 1: the peer destination (every rank's receive buffer)
     leads = ("scenario",)   # --lead, parsed (moe_catalog.parse_leads)
+    traces = None       # --traces: key -> array (hwkernels.moe_beside.add_trace)
+    last_stamps = None  # with --traces: the last checked kernel point's stamps
 
     def __init__(self, args, ranks=None, dest=None):
         import torch
@@ -109,6 +119,7 @@ class Bench:
         self.settings = dict(SETTINGS)
         self.leads = getattr(args, "leads", self.leads)
         self.rows = []
+        self.traces = {} if getattr(args, "traces", None) else None
         self.t0 = time.time()
 
     @property
@@ -208,6 +219,8 @@ def run_kernel(b: Bench, cfg, data, lay, ref, out, cpu_out, schedule, signal=0,
         return ok and same, err
 
     ok, err, stats = _measure(run, b.args.trials, 1, lambda: out.fill_(nan), check, rk, heat)
+    if b.traces is not None:
+        b.last_stamps = relative_stamps(fused.stamp_array()) if ok else None
     if ok and signal == 0:
         plain = moe.FusedMoE(shape, lay, table, data, out, kc, rank_outs=rank_outs)
         out.fill_(nan)
@@ -281,6 +294,8 @@ def _one_config(b: Bench, i, cfg, cache, signal_too):
         b.record(kind, params, stats, {"ok": ok, "max_abs_err": err})
         label = schedule if lead is None else f"int@{lead:g}"
         b.rows.append((kind, cfg.name, label, ok, stats))
+        if b.traces is not None and b.last_stamps is not None:
+            add_trace(b.traces, f"{cfg.name}|{label}", dest, b.last_stamps, table, lay, s)
         if local:
             _fused_mainloop_records(b, cfg, params, stats, ok)
             continue
@@ -321,6 +336,8 @@ def kernel_phase(b: Bench, configs, signal_too: bool):
         except Exception as e:  # noqa: BLE001 (one config's failure must not end the sweep)
             traceback.print_exc()
             b.rows.append(("error", cfg.name, type(e).__name__, False, None))
+        if b.traces:
+            save_traces(b.args.traces, b.traces, b.commit)   # after every config: a killed run keeps the rest
         print(f"{cfg.name}: {time.time() - t0:.1f} s", flush=True)
 
 
@@ -348,6 +365,9 @@ def main(argv=None):
         configs = [moe_dist.with_ep(c, world) for c in configs] if world > 1 else configs
     except ValueError as e:
         print(f"hwkernels.moe_bench: {e}", file=sys.stderr)
+        return 2
+    if world > 1 and args.traces:
+        print("hwkernels.moe_bench: --traces is for one GPU", file=sys.stderr)
         return 2
     if world > 1:
         phases &= {"kernel", "signal"}           # gemm / mainloop: one-GPU measurements

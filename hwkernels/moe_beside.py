@@ -128,8 +128,21 @@ def window_samples(fused, kernel_us: float) -> dict:
     inside = (kind == 0) & (st[:, 1] >= first) & (st[:, 2] <= last)
     out["l1_during_us"] = t.mainloop_us[inside]
     out = {k: v for k, v in out.items() if np.size(v)}    # a pattern without L1 tiles has none
-    rel = st - st[:, 0].min()                              # raw, for --traces: ns from the first tile start
-    return out | {"_stamps": rel.astype(np.int32) if rel.max() < 2**31 else rel}
+    return out | {"_stamps": relative_stamps(st)}      # raw, for --traces
+
+
+def relative_stamps(st: np.ndarray) -> np.ndarray:
+    """Stamps as ns from the first tile's start (int32 where they fit: the traces stay small)."""
+    rel = st - st[:, 0].min()
+    return rel.astype(np.int32) if rel.max() < 2**31 else rel
+
+
+def add_trace(traces: dict, key: str, dest: str, stamps: np.ndarray, table, layout, shape) -> None:
+    """One traced run into ``traces``: ``key|dest|stamps`` (relative ns), and the table's ``key|tiles``,
+    ``key|offsets``, ``key|store_bytes`` (each tile's Combine bytes), shared by the key's destinations."""
+    traces[f"{key}|{dest}|stamps"] = stamps
+    traces[f"{key}|tiles"], traces[f"{key}|offsets"] = table.tiles, table.offsets
+    traces[f"{key}|store_bytes"] = tile_store_bytes(table, layout, shape)
 
 
 def save_traces(path, traces: dict, commit: str) -> None:
@@ -231,10 +244,7 @@ def run_config(cfg, args, commit, dirty, plat, device, sms, traces=None) -> list
             m = measure(run, args.repeats, warmup=1, poison=lambda out=out: out.fill_(float("nan")),
                         check=lambda _, out=out: moe_reference.check(out, ref))
             if traces is not None and m.ok:
-                key = f"{cfg.name}|{pattern}-{k}"
-                traces[f"{key}|{dest}|stamps"] = m.raw[-1]["_stamps"]
-                traces[f"{key}|tiles"], traces[f"{key}|offsets"] = table.tiles, table.offsets
-                traces[f"{key}|store_bytes"] = tile_store_bytes(table, lay, s)
+                add_trace(traces, f"{cfg.name}|{pattern}-{k}", dest, m.raw[-1]["_stamps"], table, lay, s)
             p = (cfg.params(f"{pattern}-{k}", 0.0, dest) | kernel_params(kc)
                  | {"pattern": pattern, "l1_per_l2": k if pattern == OWN else None,
                     "storers": k if pattern == BESIDE else sms, "programs": sms,

@@ -8,6 +8,8 @@
 #   and the fourth set (top-1, 8192 tokens); then two probes with the Combine stores hinted out of the L2.
 #   XSTAGE_COMMIT=<sha> bash hwkernels/run_moe_beside_device.sh      (writes under $OUT; <= 540 s on an H200)
 #   ... run_moe_beside_device.sh traces: only three probes with --traces (own 1, 4, 12 and beside 66; <= 300 s)
+#   ... run_moe_beside_device.sh fused-traces: six catalog layers' fused kernels traced over the host link and
+#       locally, then three catalog layers beside host stores (<= 520 s)
 set -u
 : "${OUT:?OUT must name the output folder}" "${XSTAGE_COMMIT:?XSTAGE_COMMIT must be the commit measured}"
 export PYTHONPATH=$PWD NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 XSTAGE_COMMIT PYTHONUNBUFFERED=1
@@ -20,6 +22,22 @@ if [ "${1:-}" = traces ]; then   # per-tile stamps of three probes (benchmarks/m
       --storers 66 --repeats 3 --traces "$OUT/traces-$c.npz" > "$OUT/logs/traces-$c.log" 2>&1
     echo "$c rc $?"; grep "^|" "$OUT/logs/traces-$c.log" | tail -n 8
   done
+  exit 0
+fi
+if [ "${1:-}" = fused-traces ]; then   # the fused kernel's own per-tile stamps over the host link and locally
+  # (hwkernels.moe_bench --traces; benchmarks/moe_beside_traces.py --name moe_fused_traces pairs them), for the
+  # layers the model misses most and two it gets right; then three catalog layers traced beside host stores
+  c=moe1-dit-moe-bf16-zipf-4096,moe1-hunyuan-large-bf16-balanced-1024,moe1-mimo-v2.5-bf16-balanced-4096
+  c=$c,moe1-dsv4-flash-fp8-balanced-1024,moe1-hy3-bf16-balanced-1024,moe1-qwen3-30b-fp8-balanced-4096
+  for dest in host local; do
+    timeout 200 python3 -m hwkernels.moe_bench --out "$OUT/fused-traces.jsonl" --combine $dest --configs "$c" \
+      --trials 5 --phases kernel --traces "$OUT/fused-traces-$dest.npz" > "$OUT/logs/fused-traces-$dest.log" 2>&1
+    echo "fused $dest rc $?"; tail -n 14 "$OUT/logs/fused-traces-$dest.log"
+  done
+  timeout 120 python3 -m hwkernels.moe_beside --out "$OUT/beside-traces.jsonl" --own 1,4,12 --storers 66 \
+    --configs moe1-dit-moe-bf16-zipf-4096,moe1-hy3-bf16-balanced-1024,moe1-mimo-v2.5-bf16-balanced-4096 \
+    --repeats 3 --budget-s 80 --traces "$OUT/beside-traces-catalog.npz" > "$OUT/logs/beside-traces-catalog.log" 2>&1
+  echo "beside catalog rc $?"; grep "^|" "$OUT/logs/beside-traces-catalog.log" | tail -n 12
   exit 0
 fi
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)

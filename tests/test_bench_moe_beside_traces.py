@@ -55,6 +55,21 @@ def test_the_report_and_its_file(tmp_path, monkeypatch, capsys):
     assert (tmp_path / "benchmarks" / "results" / "moe_beside_traces_h100-pcie-host.txt").read_text() == out
 
 
+def test_a_host_file_pairs_with_a_local_file_under_a_stem(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(mbt, "ROOT", tmp_path)
+    (tmp_path / "benchmarks" / "results").mkdir(parents=True)
+    st = _stamps([[0, 0, 50, 50, 100, 100], [0, 0, 300, 0, 0, 300]])
+    table = {"c|wave|tiles": np.array([[1, 0, 0, 0], [0, 0, 0, 0]]), "c|wave|store_bytes": np.array([100, 0])}
+    np.savez(tmp_path / "h.npz", commit=np.array("abc1234"), **{"c|wave|host|stamps": st}, **table)
+    np.savez(tmp_path / "l.npz", commit=np.array("def5678"), **{"c|wave|local|stamps": st}, **table)
+    assert mbt.main(["--name", "moe_fused_traces", str(tmp_path / "h.npz"), str(tmp_path / "l.npz")]) == 0
+    out = capsys.readouterr().out
+    assert "| c wave | L1 |" in out and "abc1234, def5678" in out
+    assert (tmp_path / "benchmarks" / "results" / "moe_fused_traces_h100-pcie-host.txt").read_text() == out
+    assert mbt.main(["--name", "../x", str(tmp_path / "h.npz")]) == 2
+    assert capsys.readouterr().err.startswith("moe_beside_traces: --name")
+
+
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     empty = tmp_path / "e.npz"
     np.savez(empty, commit=np.array("x"))

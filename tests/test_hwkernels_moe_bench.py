@@ -37,6 +37,7 @@ def cpu_runner(monkeypatch):
         self._platform = {"gpu": "cpu", "gpu_count": 1, "sms": 1, "driver": "none"}
         self.commit, self.dirty, self.rows = "test", None, []
         self.settings, self.t0 = dict(moe_bench.SETTINGS), time.time()
+        self.traces = {} if args.traces else None
 
     def host_out(shape, device):
         t = torch.empty(shape.tokens, shape.topk, shape.hidden, dtype=torch.bfloat16)
@@ -167,3 +168,24 @@ def test_steady_timing_heats_before_every_trial_and_says_so(cpu_runner, tmp_path
     # per schedule: each heater's compiling launch (2), one heat launch before each of the 3 stamped
     # trials (warm-up included) and one before the unstamped ones, and plain's check launch
     assert len(launches) == 2 * (2 + 3 + 1 + 1)
+
+
+def test_traces_keep_each_kernel_point_s_stamps_and_table(cpu_runner, tmp_path, capsys):
+    import numpy as np
+
+    path = tmp_path / "t.npz"
+    rc = moe_bench.main(["--out", str(tmp_path / "r.jsonl"), "--target", "host", "--trials", "1",
+                         "--phases", "kernel", "--traces", str(path)])
+    assert rc == 0
+    with np.load(path) as z:
+        keys = sorted(k.rsplit("|", 2)[0] for k in z.files if k.endswith("|host|stamps"))
+        assert keys == [f"{cpu_runner.name}|int@1", f"{cpu_runner.name}|wave"]   # the table's label
+        for key in keys:
+            st, tiles = z[f"{key}|host|stamps"], z[f"{key}|tiles"]
+            assert st.dtype == np.int32 and st.shape[0] == tiles.shape[0] and st[:, 0].min() == 0
+            l2 = tiles[:, 0] == 1
+            assert (z[f"{key}|store_bytes"][l2] > 0).all() and (z[f"{key}|store_bytes"][~l2] == 0).all()
+        assert str(z["commit"]) == "test"
+    with pytest.raises(SystemExit):                    # never over an existing file
+        moe_bench.main(["--out", str(tmp_path / "r.jsonl"), "--traces", str(path)])
+    assert "exists" in capsys.readouterr().err

@@ -147,6 +147,10 @@ def test_the_device_script_names_only_catalog_configs():
     assert [c.name for c in moe_beside.configs_named(probes)] == probes and all(p.startswith("probe-") for p in probes)
     traced = re.findall(r"for c in ([\w. -]+);", text)[0].split()
     assert [c.name for c in moe_beside.configs_named(traced)] == traced
+    fused = [n for part in re.findall(r"\bc=(?:\$c,)?([\w.,-]+)", text) for n in part.split(",") if n]
+    fused_beside = re.findall(r"--configs (moe1-[\w.,-]+)", text)[0].split(",")
+    assert len(fused) == 6 and len(fused_beside) == 3 and set(fused_beside) <= set(fused)
+    assert [c.name for c in moe_catalog.load_configs(",".join(fused))] == fused
     loaded = moe_catalog.load_configs(str(moe_beside.PROBES))
     assert len(loaded) == 13 and not {c.name for c in loaded} & set(moe_catalog.catalog())
 
