@@ -40,8 +40,10 @@ BINS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0001)
 KINDS = ((0, "L1"), (1, "L2"))
 
 
-def link_busy(stamps: np.ndarray, store_bytes: np.ndarray, rate_gbps: float, dt_ns: float = DT_NS):
-    """(busy, t0): per dt_ns bin from t0, the share of the bin the fluid X-Stage spent draining at R."""
+def link_busy(stamps: np.ndarray, store_bytes: np.ndarray, rate_gbps: float, dt_ns: float = DT_NS,
+              above: float | None = None):
+    """(busy, t0): per dt_ns bin from t0, the share of the bin the fluid X-Stage spent draining at R; with
+    ``above`` (bytes), instead 1 where the bytes it holds at the bin's end exceed ``above``, else 0."""
     s3, s4 = stamps[:, 3].astype(float), stamps[:, 4].astype(float)
     store = store_bytes > 0
     t0 = float(min(stamps[:, 0].min(), s3[store].min() if store.any() else 0.0))
@@ -56,8 +58,8 @@ def link_busy(stamps: np.ndarray, store_bytes: np.ndarray, rate_gbps: float, dt_
     for i in range(n):
         q += inflow[i]
         drained = min(q, cap)
-        busy[i] = drained / cap
         q -= drained
+        busy[i] = drained / cap if above is None else float(q > above)
     return busy, t0
 
 
@@ -70,9 +72,11 @@ def busy_share(busy: np.ndarray, t0: float, start: np.ndarray, end: np.ndarray, 
     return (csum[np.minimum(hi, n)] - csum[np.minimum(lo, n)]) / (hi - lo)
 
 
-def point_rows(host: np.ndarray, local: np.ndarray, tiles: np.ndarray, store_bytes: np.ndarray, rate: float):
-    """Per kind: (busy share, local / host mainloop) of every tile with a mainloop in both runs."""
-    busy, t0 = link_busy(host, store_bytes, rate)
+def point_rows(host: np.ndarray, local: np.ndarray, tiles: np.ndarray, store_bytes: np.ndarray, rate: float,
+               above: float | None = None):
+    """Per kind: (busy share, local / host mainloop) of every tile with a mainloop in both runs (``above``:
+    the share of its mainloop with more than that many bytes in the X-Stage, :func:`link_busy`)."""
+    busy, t0 = link_busy(host, store_bytes, rate, above=above)
     share = busy_share(busy, t0, host[:, 1].astype(float), host[:, 2].astype(float))
     ml_h, ml_l = (host[:, 2] - host[:, 1]).astype(float), (local[:, 2] - local[:, 1]).astype(float)
     ok = (ml_h > 0) & (ml_l > 0)
@@ -92,7 +96,7 @@ def merged(files) -> dict:
     return {k: f[k] for f in files for k in f.files if k != "commit"}
 
 
-def report(npz: dict, rate: float) -> list[str]:
+def report(npz: dict, rate: float, above: float | None = None) -> list[str]:
     keys = sorted({k.rsplit("|", 1)[0] for k in npz if k.endswith("|host|stamps")})
     lines = []
     for key in keys:
@@ -100,7 +104,7 @@ def report(npz: dict, rate: float) -> list[str]:
         if f"{point}|local|stamps" not in npz:
             continue
         rows = point_rows(npz[f"{key}|stamps"], npz[f"{point}|local|stamps"], npz[f"{point}|tiles"],
-                          npz[f"{point}|store_bytes"], rate)
+                          npz[f"{point}|store_bytes"], rate, above)
         for name, (share, speed) in rows.items():
             if not len(share):
                 continue
@@ -111,6 +115,12 @@ def report(npz: dict, rate: float) -> list[str]:
             lines.append(f"| {point.replace('|', ' ')} | {name} | {np.mean(share):.2f} | " + " | ".join(cells)
                          + f" | {slope(share, speed):.2f} |")
     return lines
+
+
+def _table(what: str, body: list[str]) -> list[str]:
+    head = " | ".join(f"{what} {lo:.1f}-{min(hi, 1.0):.1f}" for lo, hi in zip(BINS[:-1], BINS[1:]))
+    return [f"| point | kind | mean {what} | {head} | a |",
+            "| --- | --- | ---: | " + " | ".join("---:" for _ in BINS[1:]) + " | ---: |", *body]
 
 
 def main(argv=None) -> int:
@@ -124,24 +134,30 @@ def main(argv=None) -> int:
         print(f"moe_beside_traces: --name {args.name!r}: letters, digits, '.', '_' and '-' only", file=sys.stderr)
         return 2
     try:
-        rate = resolve_platform(args.platform).drain_rate_gbps
+        platform = resolve_platform(args.platform)
         files = [np.load(p) for p in args.traces]
     except (ProfileError, OSError, ValueError) as e:
         print(f"moe_beside_traces: {e}", file=sys.stderr)
         return 2
-    body = report(merged(files), rate)
+    rate, arrays = platform.drain_rate_gbps, merged(files)
+    body = report(arrays, rate)
     if not body:
         print(f"moe_beside_traces: no point with both a host and a local run in "
               f"{', '.join(map(str, args.traces))}", file=sys.stderr)
         return 2
     commits = sorted({str(f["commit"]) for f in files if "commit" in f.files})
-    head = " | ".join(f"busy {lo:.1f}-{min(hi, 1.0):.1f}" for lo, hi in zip(BINS[:-1], BINS[1:]))
     text = "\n".join([f"Mainloops against the link's busy share while they ran, {args.platform} (R = {rate:.1f} "
                       f"GB/s; traces of {', '.join(commits)}: {', '.join(p.name for p in args.traces)}); "
                       f"{commit_note()}",
                       "per bin: mean host / local mainloop (tiles); a: local / host = 1 - a x busy", "",
-                      f"| point | kind | mean busy | {head} | a |",
-                      "| --- | --- | ---: | " + " | ".join("---:" for _ in BINS[1:]) + " | ---: |", *body]) + "\n"
+                      *_table("busy", body)])
+    gate = platform.load_gate
+    if gate is not None and gate.threshold_bytes > 0:
+        text += "\n".join(["", "", f"The same tiles against the share of their mainloop with more than the profile's "
+                           f"load gate, {gate.threshold_bytes / 1024:.0f} KiB, in the rebuilt X-Stage ({gate.scope} "
+                           f"scope); a: local / host = 1 - a x share above", "",
+                           *_table("above", report(arrays, rate, gate.threshold_bytes))])
+    text += "\n"
     print(text, end="")
     atomic_write(ROOT / "benchmarks" / "results" / f"{args.name}_{args.platform}.txt", text)
     return 0

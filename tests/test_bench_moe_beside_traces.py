@@ -25,6 +25,12 @@ def test_the_link_drains_stored_bytes_at_r():
         == pytest.approx([1.0, 0.5, 0.0])
 
 
+def test_above_marks_the_bins_holding_more_than_the_threshold():
+    st = _stamps([[0, 0, 0, 0, 100, 100]])            # 2000 B into the stage in the first bin, 100 B out per bin
+    above, t0 = mbt.link_busy(st, np.array([2000]), rate_gbps=1.0, above=1000.0)
+    assert t0 == 0.0 and above[:9].tolist() == [1.0] * 9 and above[9:].sum() == 0.0   # 1900 .. 1100 B, then 1000
+
+
 def test_a_stretch_proportional_to_busy_time_gives_its_slope():
     # one L2 tile stores 2000 B at 0-100 ns: at 1 B/ns the link is busy to 2000 ns. Three L1 mainloops of
     # 400 ns over the link run inside that time, half inside, after it; locally 1 - 0.5 x busy as long
