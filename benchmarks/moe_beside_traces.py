@@ -40,26 +40,34 @@ BINS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0001)
 KINDS = ((0, "L1"), (1, "L2"))
 
 
-def link_busy(stamps: np.ndarray, store_bytes: np.ndarray, rate_gbps: float, dt_ns: float = DT_NS,
-              above: float | None = None):
-    """(busy, t0): per dt_ns bin from t0, the share of the bin the fluid X-Stage spent draining at R; with
-    ``above`` (bytes), instead 1 where the bytes it holds at the bin's end exceed ``above``, else 0."""
+def link_queue(stamps: np.ndarray, store_bytes: np.ndarray, rate_gbps: float, dt_ns: float = DT_NS):
+    """(held, drained, t0): per dt_ns bin from t0, the bytes the fluid X-Stage holds at the bin's end and the
+    bytes it drained in the bin (at most R x dt_ns), every tile's Combine bytes entering evenly over its store
+    span (stamps 3 to 4); the grid runs past the last store until everything stored has drained."""
     s3, s4 = stamps[:, 3].astype(float), stamps[:, 4].astype(float)
     store = store_bytes > 0
     t0 = float(min(stamps[:, 0].min(), s3[store].min() if store.any() else 0.0))
     cap = rate_gbps * dt_ns                                      # GB/s = bytes/ns
-    # the last store, then time enough to drain everything stored
     n = int(np.ceil((max(stamps[:, 5].max(), s4.max()) - t0) / dt_ns + store_bytes.sum() / cap)) + 2
     inflow = np.zeros(n)
     for a, b, nbytes in zip((s3[store] - t0) / dt_ns, (s4[store] - t0) / dt_ns, store_bytes[store]):
         lo, hi = int(a), max(int(np.ceil(b)), int(a) + 1)     # spread evenly over the bins it spans
         inflow[lo:hi] += nbytes / (hi - lo)
-    busy, q = np.zeros(n), 0.0
+    held, drained, q = np.zeros(n), np.zeros(n), 0.0
     for i in range(n):
         q += inflow[i]
-        drained = min(q, cap)
-        q -= drained
-        busy[i] = drained / cap if above is None else float(q > above)
+        drained[i] = min(q, cap)
+        q -= drained[i]
+        held[i] = q
+    return held, drained, t0
+
+
+def link_busy(stamps: np.ndarray, store_bytes: np.ndarray, rate_gbps: float, dt_ns: float = DT_NS,
+              above: float | None = None):
+    """(busy, t0): per dt_ns bin from t0, the share of the bin the fluid X-Stage spent draining at R; with
+    ``above`` (bytes), instead 1 where the bytes it holds at the bin's end exceed ``above``, else 0."""
+    held, drained, t0 = link_queue(stamps, store_bytes, rate_gbps, dt_ns)
+    busy = drained / (rate_gbps * dt_ns) if above is None else (held > above).astype(float)
     return busy, t0
 
 
