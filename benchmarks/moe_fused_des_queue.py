@@ -32,23 +32,63 @@ ROOT = Path(__file__).resolve().parent.parent
 MODES = ("start", "stall")
 
 
-def rebuilt(stamps: np.ndarray, store_bytes: np.ndarray, rate: float, gate: float) -> dict:
-    held, _, t0 = link_queue(stamps, store_bytes, rate)
+def running(start: np.ndarray, end: np.ndarray, n: int, dt: float) -> np.ndarray:
+    """How many of the [start, end) intervals (us from the span's start) cover each of n bins of dt us."""
+    c = np.zeros(n + 1)
+    np.add.at(c, np.clip((start / dt).astype(int), 0, n), 1)
+    np.add.at(c, np.clip((end / dt).astype(int), 0, n), -1)
+    return np.cumsum(c)[:n]
+
+
+def shares(q: np.ndarray, idle: np.ndarray, gate: float, l2_running: np.ndarray) -> dict:
+    """Per bin of the span: the X-Stage's bytes, whether the link is idle, the L2 mainloops running."""
+    return {"q_mean": float(q.mean()), "above": float(np.mean(q > gate)), "q_max": float(q.max()),
+            "idle": float(idle.mean()), "l2_idle": float(l2_running[idle].mean()) if idle.any() else float("nan")}
+
+
+def rebuilt(stamps: np.ndarray, store_bytes: np.ndarray, rate: float, gate: float,
+            kind: np.ndarray | None = None) -> dict:
+    held, drained, t0 = link_queue(stamps, store_bytes, rate)
     span_ns = float(stamps[:, 5].max() - stamps[:, 0].min())
-    inside = held[: int(np.ceil(span_ns / DT_NS))]                # the kernel's span, not the drain after it
-    return {"span_us": span_ns / 1e3, "q_mean": float(inside.mean()), "above": float(np.mean(inside > gate)),
-            "q_max": float(held.max())}
+    n = int(np.ceil(span_ns / DT_NS))                          # the kernel's span, not the drain after it
+    l2 = (store_bytes > 0) if kind is None else (kind == 1)
+    run = running((stamps[l2, 1] - t0) / 1e3, (stamps[l2, 2] - t0) / 1e3, n, DT_NS / 1e3)
+    return {"span_us": span_ns / 1e3} | shares(held[:n], drained[:n] < 0.5 * rate * DT_NS, gate, run) \
+        | {"q_max": float(held.max())}
 
 
-def simulated(result, gate: float) -> dict:
-    """The same numbers from a DES result with its q(t) breakpoints (linear between them)."""
+def simulated(result, gate: float, l2: np.ndarray) -> dict:
+    """The same numbers from a DES result, on the same grid: its q(t) between breakpoints is linear, its link
+    idle where q is empty (the DES drains at R whenever it holds bytes); an L2 mainloop runs from its start to
+    its end, pauses at a stall gate included."""
     t, q = (np.asarray(a, dtype=float) for a in result.traces[0][:2])
     span = float(result.makespan_us)
-    keep = t <= span
-    t, q = np.append(t[keep], span), np.append(q[keep], np.interp(span, t, q))
-    dt, mid = np.diff(t), (q[:-1] + q[1:]) / 2
-    return {"span_us": span, "q_mean": float(np.sum(dt * mid) / span),
-            "above": float(np.sum(dt * ((q[:-1] > gate) | (q[1:] > gate))) / span), "q_max": float(q.max())}
+    dt = DT_NS / 1e3
+    grid = (np.arange(int(np.ceil(span / dt))) + 0.5) * dt
+    qg = np.interp(grid, t, q)
+    tt = result.times
+    run = running(tt.mainloop_start[l2], tt.mainloop_end[l2], len(grid), dt)
+    return {"span_us": span} | shares(qg, qg <= 1.0, gate, run)
+
+
+def waits(stamps: np.ndarray, tiles: np.ndarray) -> tuple:
+    """(L1 tiles' start -> mainloop start, L2 tiles' wait after their m-block's last L1 tile ended), us: the
+    small loads before an L1 mainloop (next tile's indices, error flag, row tokens) and an L2 tile's l2_full poll
+    once its dependency is met."""
+    st = stamps.astype(float) / 1e3
+    l1, l2, mb = tiles[:, 0] == 0, tiles[:, 0] == 1, tiles[:, 2]
+    last = np.full(int(mb.max()) + 1, -np.inf)
+    np.maximum.at(last, mb[l1], st[l1, 5])
+    s0, s1 = st[l2, 0], st[l2, 1]
+    return st[l1, 1] - st[l1, 0], s1 - np.clip(last[mb[l2]], s0, s1)
+
+
+def wait_line(key: str, arrays: dict) -> str | None:
+    if f"{key}|local|stamps" not in arrays:
+        return None
+    (h1, h2), (c1, c2) = (waits(arrays[f"{key}|{d}|stamps"], arrays[f"{key}|tiles"]) for d in ("host", "local"))
+    cell = lambda a, b: f"{np.median(a):.1f} / {np.median(b):.1f} | {np.percentile(a, 90):.1f} / {np.percentile(b, 90):.1f}"  # noqa: E731
+    return f"| {key.replace('|', ' | ')} | {cell(h1, c1)} | {cell(h2, c2)} |"
 
 
 def point(key: str, arrays: dict, platform, measured: dict, mainloops: list) -> list[str]:
@@ -61,17 +101,18 @@ def point(key: str, arrays: dict, platform, measured: dict, mainloops: list) -> 
     params = report._params(name, measured[name]) | report.PREDICTED_LEVEL | {"spread_seeds": 1, "spread_seed": 0}
     schedule = "wave" if label == "wave" else "interleaved"
     gate = platform.load_gate.threshold_bytes
+    tiles = arrays[f"{key}|tiles"]
     rows = [("rebuilt", rebuilt(arrays[f"{key}|host|stamps"], arrays[f"{key}|store_bytes"],
-                                platform.drain_rate_gbps, gate))]
+                                platform.drain_rate_gbps, gate, tiles[:, 0]))]
     for mode in MODES:
         cfg = builder.Config(params, platform.with_overrides(load_gate_mode=mode), mainloops)
         table = cfg.table(schedule)
-        if not np.array_equal(table.tiles, arrays[f"{key}|tiles"]):
+        if not np.array_equal(table.tiles, tiles):
             raise ValueError(f"{key}: the DES's table is not the traced one")
-        rows.append((f"DES, gate {mode}", simulated(simulate(cfg.workload(schedule, table), engine="fast", trace=True),
-                                                    gate)))
+        result = simulate(cfg.workload(schedule, table), engine="fast", trace=True)
+        rows.append((f"DES, gate {mode}", simulated(result, gate, tiles[:, 0] == 1)))
     return [f"| {name} | {label} | {who} | {r['span_us']:.0f} | {r['q_mean'] / 1024:.0f} | {r['above']:.2f} | "
-            f"{r['q_max'] / 2**20:.2f} |" for who, r in rows]
+            f"{r['q_max'] / 2**20:.2f} | {r['idle']:.2f} | {r['l2_idle']:.1f} |" for who, r in rows]
 
 
 def main(argv=None) -> int:
@@ -94,6 +135,7 @@ def main(argv=None) -> int:
         keys = sorted(k.rsplit("|", 2)[0] for k in arrays if k.endswith("|host|stamps"))
         body = [line for key in keys if key.split("|")[0] in measured
                 for line in point(key, arrays, platform, measured, mainloops)]
+        pre = [line for key in keys if (line := wait_line(key, arrays))]
     except (ProfileError, OSError, ValueError) as e:
         print(f"moe_fused_des_queue: {e}", file=sys.stderr)
         return 2
@@ -106,9 +148,14 @@ def main(argv=None) -> int:
         f"{args.platform} (R = {platform.drain_rate_gbps:.1f} GB/s, load gate {gate.threshold_bytes / 1024:.0f} KiB, "
         f"{gate.scope} scope; traces {', '.join(p.name for p in args.traces)}); {commit_note()}",
         "span: first tile start to last tile end (us); q mean (KiB, time-weighted over the span); above: share of the "
-        "span with q over the gate; q max (MiB)", "",
-        "| config | schedule | queue | span us | q mean KiB | above | q max MiB |",
-        "| --- | --- | --- | ---: | ---: | ---: | ---: |", *body]) + "\n"
+        "span with q over the gate; q max (MiB); idle: share of the span with the link idle (rebuilt: draining under "
+        "half of R in a 100 ns bin; DES: q empty); L2 while idle: L2 mainloops running then, on average", "",
+        "| config | schedule | queue | span us | q mean KiB | above | q max MiB | idle | L2 while idle |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |", *body,
+        "", "Waits before a mainloop, host / local (us): an L1 tile's start to its mainloop (small loads); an L2 "
+        "tile's wait after its m-block's last L1 tile ended (the l2_full poll once its dependency is met)", "",
+        "| config | schedule | L1 pre median | L1 pre p90 | L2 after release median | L2 after release p90 |",
+        "| --- | --- | ---: | ---: | ---: | ---: |", *pre]) + "\n"
     print(text, end="")
     atomic_write(ROOT / "benchmarks" / "results" / f"moe_fused_des_queue_{args.platform}.txt", text)
     return 0

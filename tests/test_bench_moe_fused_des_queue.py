@@ -37,10 +37,18 @@ def test_the_des_runs_the_traced_table_beside_the_rebuilt_queue(tmp_path, monkey
 
 
 def test_the_rebuilt_queue_counts_only_the_kernel_span():
-    st = np.array([[0, 0, 0, 0, 100, 1000]])           # 2000 B stored at 0-100 ns, the kernel ends at 1 us
-    r = mfq.rebuilt(st, np.array([2000]), rate=1.0, gate=1000.0)
-    assert r["span_us"] == pytest.approx(1.0) and r["above"] == pytest.approx(0.9)
+    # an L2 tile's mainloop at 0-500 ns, then 2000 B stored at 500-600 ns; the kernel ends at 2 us. At 1 B/ns the
+    # link drains from 500 ns to 2.5 us: idle the first 5 of 20 bins, the stage above 1000 B for 9 bins
+    st = np.array([[0, 0, 500, 500, 600, 2000]])
+    r = mfq.rebuilt(st, np.array([2000]), rate=1.0, gate=1000.0, kind=np.array([1]))
+    assert r["span_us"] == pytest.approx(2.0) and r["above"] == pytest.approx(9 / 20)
+    assert r["idle"] == pytest.approx(5 / 20) and r["l2_idle"] == pytest.approx(1.0)
     assert r["q_max"] == pytest.approx(1900.0)
+
+
+def test_running_counts_the_intervals_over_each_bin():
+    assert mfq.running(np.array([0.0, 0.25]), np.array([0.5, 1.0]), 10, 0.1).tolist() == \
+        [1, 1, 2, 2, 2, 1, 1, 1, 1, 1]
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
