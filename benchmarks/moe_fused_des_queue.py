@@ -25,11 +25,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from moe_beside_traces import DT_NS, link_queue, merged  # noqa: E402  benchmarks/ is the script's folder
 from provenance import commit_note  # noqa: E402
 
+from xsim.builders.moe import without_link  # noqa: E402
 from xsim.fileio import atomic_write  # noqa: E402
 from xsim.platform import ProfileError, resolve_platform  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MODES = ("start", "stall")
+COLUMNS = (("q_mean", "{:.0f}", 1024), ("above", "{:.2f}", 1), ("q_max", "{:.2f}", 2**20), ("idle", "{:.2f}", 1),
+           ("l2_idle", "{:.1f}", 1), ("dep", "{:.0f}", 1))
 
 
 def running(start: np.ndarray, end: np.ndarray, n: int, dt: float) -> np.ndarray:
@@ -72,21 +75,22 @@ def simulated(result, gate: float, l2: np.ndarray) -> dict:
 
 
 def waits(stamps: np.ndarray, tiles: np.ndarray) -> tuple:
-    """(L1 tiles' start -> mainloop start, L2 tiles' wait after their m-block's last L1 tile ended), us: the
-    small loads before an L1 mainloop (next tile's indices, error flag, row tokens) and an L2 tile's l2_full poll
-    once its dependency is met."""
+    """(L1 tiles' start -> mainloop start, L2 tiles' wait after their m-block's last L1 tile ended, L2 tiles'
+    wait for that last L1 tile), us: the small loads before an L1 mainloop (next tile's indices, error flag, row
+    tokens), an L2 tile's l2_full poll once its dependency is met, and its dependency wait."""
     st = stamps.astype(float) / 1e3
     l1, l2, mb = tiles[:, 0] == 0, tiles[:, 0] == 1, tiles[:, 2]
     last = np.full(int(mb.max()) + 1, -np.inf)
     np.maximum.at(last, mb[l1], st[l1, 5])
     s0, s1 = st[l2, 0], st[l2, 1]
-    return st[l1, 1] - st[l1, 0], s1 - np.clip(last[mb[l2]], s0, s1)
+    met = np.clip(last[mb[l2]], s0, s1)
+    return st[l1, 1] - st[l1, 0], s1 - met, met - s0
 
 
 def wait_line(key: str, arrays: dict) -> str | None:
     if f"{key}|local|stamps" not in arrays:
         return None
-    (h1, h2), (c1, c2) = (waits(arrays[f"{key}|{d}|stamps"], arrays[f"{key}|tiles"]) for d in ("host", "local"))
+    (h1, h2, _), (c1, c2, _) = (waits(arrays[f"{key}|{d}|stamps"], arrays[f"{key}|tiles"]) for d in ("host", "local"))
     cell = lambda a, b: f"{np.median(a):.1f} / {np.median(b):.1f} | {np.percentile(a, 90):.1f} / {np.percentile(b, 90):.1f}"  # noqa: E731
     return f"| {key.replace('|', ' | ')} | {cell(h1, c1)} | {cell(h2, c2)} |"
 
@@ -102,17 +106,28 @@ def point(key: str, arrays: dict, platform, measured: dict, mainloops: list) -> 
     schedule = "wave" if label == "wave" else "interleaved"
     gate = platform.load_gate.threshold_bytes
     tiles = arrays[f"{key}|tiles"]
-    rows = [("rebuilt", rebuilt(arrays[f"{key}|host|stamps"], arrays[f"{key}|store_bytes"],
-                                platform.drain_rate_gbps, gate, tiles[:, 0]))]
-    for mode in MODES:
-        cfg = builder.Config(params, platform.with_overrides(load_gate_mode=mode), mainloops)
+    programs = len(arrays[f"{key}|offsets"]) - 1
+    host = arrays[f"{key}|host|stamps"]
+    rows = [("rebuilt", rebuilt(host, arrays[f"{key}|store_bytes"], platform.drain_rate_gbps, gate, tiles[:, 0])
+             | {"dep": float(waits(host, tiles)[2].sum()) / programs})]
+    if f"{key}|local|stamps" in arrays:
+        local = arrays[f"{key}|local|stamps"]
+        rows.append(("measured, local", {"span_us": float(local[:, 5].max() - local[:, 0].min()) / 1e3,
+                                         "dep": float(waits(local, tiles)[2].sum()) / programs}))
+    for mode in (*MODES, "no link"):
+        plat = without_link(platform) if mode == "no link" else platform.with_overrides(load_gate_mode=mode)
+        cfg = builder.Config(params, plat, mainloops)
         table = cfg.table(schedule)
         if not np.array_equal(table.tiles, tiles):
             raise ValueError(f"{key}: the DES's table is not the traced one")
         result = simulate(cfg.workload(schedule, table), engine="fast", trace=True)
-        rows.append((f"DES, gate {mode}", simulated(result, gate, tiles[:, 0] == 1)))
-    return [f"| {name} | {label} | {who} | {r['span_us']:.0f} | {r['q_mean'] / 1024:.0f} | {r['above']:.2f} | "
-            f"{r['q_max'] / 2**20:.2f} | {r['idle']:.2f} | {r['l2_idle']:.1f} |" for who, r in rows]
+        l2 = tiles[:, 0] == 1
+        dep = float(np.nansum(result.times.dep_wait_us[l2])) / programs
+        rows.append(("DES, no link" if mode == "no link" else f"DES, gate {mode}",
+                     {"span_us": result.makespan_us, "dep": dep} if mode == "no link"
+                     else simulated(result, gate, l2) | {"dep": dep}))
+    return [f"| {name} | {label} | {who} | {r['span_us']:.0f} | " + " | ".join(
+        "-" if k not in r else f.format(r[k] / div) for k, f, div in COLUMNS) + " |" for who, r in rows]
 
 
 def main(argv=None) -> int:
@@ -149,9 +164,11 @@ def main(argv=None) -> int:
         f"{gate.scope} scope; traces {', '.join(p.name for p in args.traces)}); {commit_note()}",
         "span: first tile start to last tile end (us); q mean (KiB, time-weighted over the span); above: share of the "
         "span with q over the gate; q max (MiB); idle: share of the span with the link idle (rebuilt: draining under "
-        "half of R in a 100 ns bin; DES: q empty); L2 while idle: L2 mainloops running then, on average", "",
-        "| config | schedule | queue | span us | q mean KiB | above | q max MiB | idle | L2 while idle |",
-        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |", *body,
+        "half of R in a 100 ns bin; DES: q empty); L2 while idle: L2 mainloops running then, on average; L2 dep: "
+        "the L2 tiles' wait for their m-block's last L1 tile, us per program (measured: from the tile's start to "
+        "that tile's end; DES: its dependency wait)", "",
+        "| config | schedule | run | span us | q mean KiB | above | q max MiB | idle | L2 while idle | L2 dep us |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |", *body,
         "", "Waits before a mainloop, host / local (us): an L1 tile's start to its mainloop (small loads); an L2 "
         "tile's wait after its m-block's last L1 tile ended (the l2_full poll once its dependency is met)", "",
         "| config | schedule | L1 pre median | L1 pre p90 | L2 after release median | L2 after release p90 |",

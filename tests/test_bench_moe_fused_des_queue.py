@@ -29,10 +29,11 @@ def test_the_des_runs_the_traced_table_beside_the_rebuilt_queue(tmp_path, monkey
     assert mfq.main([str(_one_point(tmp_path))]) == 0
     out = capsys.readouterr().out
     rows = [line.split(" | ") for line in out.splitlines() if line.startswith(f"| {KEY.split('|')[0]} |")]
-    assert [r[2] for r in rows] == ["rebuilt", "DES, gate start", "DES, gate stall"]
+    assert [r[2] for r in rows] == ["rebuilt", "DES, gate start", "DES, gate stall", "DES, no link"]
     spans = [float(r[3]) for r in rows]
     assert all(3000 < s < 6000 for s in spans)          # a 4 ms layer, measured and simulated
-    assert all(0.0 <= float(r[5]) <= 1.0 for r in rows)
+    assert all(0.0 <= float(r[5]) <= 1.0 for r in rows[:3]) and rows[3][4:9] == ["-"] * 5
+    assert all(float(r[9].rstrip(" |")) >= 0 for r in rows)      # the L2 tiles' dependency wait per program
     assert (tmp_path / "benchmarks" / "results" / "moe_fused_des_queue_h100-pcie-host.txt").read_text() == out
 
 
@@ -44,6 +45,14 @@ def test_the_rebuilt_queue_counts_only_the_kernel_span():
     assert r["span_us"] == pytest.approx(2.0) and r["above"] == pytest.approx(9 / 20)
     assert r["idle"] == pytest.approx(5 / 20) and r["l2_idle"] == pytest.approx(1.0)
     assert r["q_max"] == pytest.approx(1900.0)
+
+
+def test_waits_split_an_l2_tile_s_wait_at_its_m_block_s_last_l1_tile():
+    # L1 tile of m-block 0 ends at 5 us; the L2 tile starts at 2 us, its mainloop at 6 us: 3 us dependency, 1 us poll
+    st = np.array([[0, 1000, 4000, 4000, 4000, 5000], [2000, 6000, 7000, 7000, 7500, 7500]])
+    tiles = np.array([[0, 0, 0, 0], [1, 0, 0, 0]])
+    pre, after, dep = mfq.waits(st, tiles)
+    assert pre.tolist() == [1.0] and after.tolist() == [1.0] and dep.tolist() == [3.0]
 
 
 def test_running_counts_the_intervals_over_each_bin():
