@@ -40,10 +40,10 @@ import time
 from dataclasses import replace
 
 from . import moe, moe_dist, moe_reference, records
-from .moe_stamps import FUSED_RECORD_STATS, kernel_samples
+from .moe_stamps import kernel_samples
 from .moe_bench_gemm import gemm_phase, read_settings, tune, write_settings
 from .moe_beside import add_trace, relative_stamps, save_traces
-from .moe_bench_io import host_out, local_out, print_table
+from .moe_bench_io import fused_mainloop_records, host_out, kernel_params, local_out, print_table
 from .moe_catalog import leads_for, load_configs, parse_leads
 from .platform_info import smi_sm_clock_mhz
 from .ranks import SOLO
@@ -152,14 +152,6 @@ class Bench:
 
     def cfg_params(self, precision):
         return kernel_params(self.settings[precision])
-
-
-def kernel_params(c) -> dict:
-    """A moe.KernelConfig's settings as the records' params carry them."""
-    return {"block_k": c.block_k, "block_k2": c.k2, "num_warps": c.num_warps,
-            "num_stages": c.num_stages, "tma": c.tma, "acc_k1": c.acc_k1,
-            "acc_k2": c.acc_k2, "num_stages2": c.stages2, "poll": c.poll,
-            "host_desc": c.host_desc} | ({"combine_hint": c.combine_hint} if c.combine_hint else {})
 
 
 def _measure(run, repeats, warmup=1, poison=None, check=None, ranks=SOLO, heat=None):
@@ -297,7 +289,7 @@ def _one_config(b: Bench, i, cfg, cache, signal_too):
         if b.traces is not None and b.last_stamps is not None:
             add_trace(b.traces, f"{cfg.name}|{label}", dest, b.last_stamps, table, lay, s)
         if local:
-            _fused_mainloop_records(b, cfg, params, stats, ok)
+            fused_mainloop_records(b, cfg, params, stats, ok)
             continue
         if signal_too and ok:
             ok2, err2, st2, _ = run_kernel(b, cfg, data, lay, ref, out, cpu_out, schedule, 1,
@@ -307,19 +299,6 @@ def _one_config(b: Bench, i, cfg, cache, signal_too):
             b.record("signal", params | {"signal": "relaxed"}, keep,
                      {"ok": ok2, "max_abs_err": err2})
             b.rows.append(("signal", cfg.name, label, ok2, st2))
-
-
-def _fused_mainloop_records(b: Bench, cfg, params, stats, ok):
-    """Kind "mainloop" records (source "fused-local") from a local-Combine run's stamps."""
-    s = cfg.shape
-    for kind, pick in FUSED_RECORD_STATS.items():
-        p = {"precision": s.precision, "block_m": s.block_m,
-             "block_n": s.block_n1 if kind == "l1" else s.block_n2,
-             "k_dim": s.hidden if kind == "l1" else s.intermediate, "kind": kind,
-             "hidden": s.hidden, "intermediate": s.intermediate, "source": "fused-local",
-             "config": cfg.name, "schedule": params["schedule"]} | b.cfg_params(s.precision)
-        st = None if not ok or stats is None else {k: stats[v] for k, v in pick.items()}
-        b.record("mainloop", p, st, {"ok": bool(ok and st is not None)})
 
 
 def kernel_phase(b: Bench, configs, signal_too: bool):

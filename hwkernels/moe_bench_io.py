@@ -1,4 +1,5 @@
-"""What the fused MoE runner (hwkernels.moe_bench) writes to and prints: the Combine destinations, the table."""
+"""What the fused MoE runner (hwkernels.moe_bench) writes to and prints: the Combine destinations, the kernel
+settings and fused mainloops its records carry, the table."""
 
 
 def one_gpu_session():
@@ -52,3 +53,27 @@ def print_table(rows):
               f"{st['kernel_us']['median']:10.1f} "
               f"{sp['median']:6.1f}/{sp['p90']:6.1f} {st.get('wait_us', sp)['median']:9.1f} "
               f"{sg['median']:7.1f}/{sg['p90']:6.1f}")
+
+
+def kernel_params(c) -> dict:
+    """A moe.KernelConfig's settings as the records' params carry them."""
+    return {"block_k": c.block_k, "block_k2": c.k2, "num_warps": c.num_warps,
+            "num_stages": c.num_stages, "tma": c.tma, "acc_k1": c.acc_k1,
+            "acc_k2": c.acc_k2, "num_stages2": c.stages2, "poll": c.poll,
+            "host_desc": c.host_desc} | ({"combine_hint": c.combine_hint} if c.combine_hint else {})
+
+
+def fused_mainloop_records(b, cfg, params, stats, ok):
+    """Kind "mainloop" records (source "fused-local") from a local-Combine run's stamps (``b``: the runner's
+    Bench, which writes them)."""
+    from .moe_stamps import FUSED_RECORD_STATS
+
+    s = cfg.shape
+    for kind, pick in FUSED_RECORD_STATS.items():
+        p = {"precision": s.precision, "block_m": s.block_m,
+             "block_n": s.block_n1 if kind == "l1" else s.block_n2,
+             "k_dim": s.hidden if kind == "l1" else s.intermediate, "kind": kind,
+             "hidden": s.hidden, "intermediate": s.intermediate, "source": "fused-local",
+             "config": cfg.name, "schedule": params["schedule"]} | b.cfg_params(s.precision)
+        st = None if not ok or stats is None else {k: stats[v] for k, v in pick.items()}
+        b.record("mainloop", p, st, {"ok": bool(ok and st is not None)})

@@ -118,7 +118,8 @@ def run_config(cfg, args, commit, dirty, smi, device, sms, plat) -> list:
     from xsim.moe.schedule import schedule_table
 
     from . import moe, moe_reference
-    from .moe_bench import SETTINGS, kernel_params
+    from .moe_bench import SETTINGS
+    from .moe_bench_io import kernel_params
     from .moe_bench_io import local_out
     from .moe_catalog import leads_for
     from .moe_gemm import _events_us
