@@ -32,34 +32,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from provenance import commit_note  # noqa: E402  benchmarks/ is the script's folder
 
 from xsim.fileio import atomic_write  # noqa: E402
+from xsim.moe.traces import DT_NS, link_queue, merged  # noqa: E402
 from xsim.platform import ProfileError, resolve_platform  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-DT_NS = 100.0
 BINS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0001)
 KINDS = ((0, "L1"), (1, "L2"))
-
-
-def link_queue(stamps: np.ndarray, store_bytes: np.ndarray, rate_gbps: float, dt_ns: float = DT_NS):
-    """(held, drained, t0): per dt_ns bin from t0, the bytes the fluid X-Stage holds at the bin's end and the
-    bytes it drained in the bin (at most R x dt_ns), every tile's Combine bytes entering evenly over its store
-    span (stamps 3 to 4); the grid runs past the last store until everything stored has drained."""
-    s3, s4 = stamps[:, 3].astype(float), stamps[:, 4].astype(float)
-    store = store_bytes > 0
-    t0 = float(min(stamps[:, 0].min(), s3[store].min() if store.any() else 0.0))
-    cap = rate_gbps * dt_ns                                      # GB/s = bytes/ns
-    n = int(np.ceil((max(stamps[:, 5].max(), s4.max()) - t0) / dt_ns + store_bytes.sum() / cap)) + 2
-    inflow = np.zeros(n)
-    for a, b, nbytes in zip((s3[store] - t0) / dt_ns, (s4[store] - t0) / dt_ns, store_bytes[store]):
-        lo, hi = int(a), max(int(np.ceil(b)), int(a) + 1)     # spread evenly over the bins it spans
-        inflow[lo:hi] += nbytes / (hi - lo)
-    held, drained, q = np.zeros(n), np.zeros(n), 0.0
-    for i in range(n):
-        q += inflow[i]
-        drained[i] = min(q, cap)
-        q -= drained[i]
-        held[i] = q
-    return held, drained, t0
 
 
 def link_busy(stamps: np.ndarray, store_bytes: np.ndarray, rate_gbps: float, dt_ns: float = DT_NS,
@@ -96,12 +74,6 @@ def slope(share: np.ndarray, speed: np.ndarray) -> float:
     """a of local / host = 1 - a x busy, least squares through the origin (NaN without busy time)."""
     den = float(np.sum(share * share))
     return float(np.sum(share * (1.0 - speed)) / den) if den > 0 else float("nan")
-
-
-def merged(files) -> dict:
-    """Every array of every traces file by key (a host run and its local control may be in two files:
-    ``hwkernels.moe_bench --traces`` writes one per destination; a table's arrays are the same in both)."""
-    return {k: f[k] for f in files for k in f.files if k != "commit"}
 
 
 def report(npz: dict, rate: float, above: float | None = None) -> list[str]:

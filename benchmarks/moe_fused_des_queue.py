@@ -1,7 +1,7 @@
 """The X-Stage's occupancy over the fused MoE kernel's run: the DES's q(t) beside the one rebuilt from the kernel's
 own stamps (``hwkernels.moe_bench --traces``), per traced config and schedule, with the load gate in each mode.
 
-The rebuilt q(t) is ``moe_beside_traces.link_queue``: every L2 tile's Combine bytes enter over its store span and
+The rebuilt q(t) is ``xsim.moe.traces.link_queue``: every L2 tile's Combine bytes enter over its store span and
 drain at the profile's R. The DES runs the very table the kernel ran (checked tile for tile) as the report
 predicts it (``xsim.report.moe``: the predicted level, spread seed 0), once with the profile's gate as calibrated
 (mode start) and once in mode stall (same threshold). Per point: the span from the first tile's start to the last
@@ -22,69 +22,17 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from moe_beside_traces import DT_NS, link_queue, merged  # noqa: E402  benchmarks/ is the script's folder
-from provenance import commit_note  # noqa: E402
+from provenance import commit_note  # noqa: E402  benchmarks/ is the script's folder
 
 from xsim.builders.moe import without_link  # noqa: E402
 from xsim.fileio import atomic_write  # noqa: E402
+from xsim.moe.traces import host_points, merged, rebuilt, simulated, waits  # noqa: E402
 from xsim.platform import ProfileError, resolve_platform  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MODES = ("start", "stall")
 COLUMNS = (("q_mean", "{:.0f}", 1024), ("above", "{:.2f}", 1), ("q_max", "{:.2f}", 2**20), ("idle", "{:.2f}", 1),
            ("l2_idle", "{:.1f}", 1), ("dep", "{:.0f}", 1))
-
-
-def running(start: np.ndarray, end: np.ndarray, n: int, dt: float) -> np.ndarray:
-    """How many of the [start, end) intervals (us from the span's start) cover each of n bins of dt us."""
-    c = np.zeros(n + 1)
-    np.add.at(c, np.clip((start / dt).astype(int), 0, n), 1)
-    np.add.at(c, np.clip((end / dt).astype(int), 0, n), -1)
-    return np.cumsum(c)[:n]
-
-
-def shares(q: np.ndarray, idle: np.ndarray, gate: float, l2_running: np.ndarray) -> dict:
-    """Per bin of the span: the X-Stage's bytes, whether the link is idle, the L2 mainloops running."""
-    return {"q_mean": float(q.mean()), "above": float(np.mean(q > gate)), "q_max": float(q.max()),
-            "idle": float(idle.mean()), "l2_idle": float(l2_running[idle].mean()) if idle.any() else float("nan")}
-
-
-def rebuilt(stamps: np.ndarray, store_bytes: np.ndarray, rate: float, gate: float,
-            kind: np.ndarray | None = None) -> dict:
-    held, drained, t0 = link_queue(stamps, store_bytes, rate)
-    span_ns = float(stamps[:, 5].max() - stamps[:, 0].min())
-    n = int(np.ceil(span_ns / DT_NS))                          # the kernel's span, not the drain after it
-    l2 = (store_bytes > 0) if kind is None else (kind == 1)
-    run = running((stamps[l2, 1] - t0) / 1e3, (stamps[l2, 2] - t0) / 1e3, n, DT_NS / 1e3)
-    return {"span_us": span_ns / 1e3} | shares(held[:n], drained[:n] < 0.5 * rate * DT_NS, gate, run) \
-        | {"q_max": float(held.max())}
-
-
-def simulated(result, gate: float, l2: np.ndarray) -> dict:
-    """The same numbers from a DES result, on the same grid: its q(t) between breakpoints is linear, its link
-    idle where q is empty (the DES drains at R whenever it holds bytes); an L2 mainloop runs from its start to
-    its end, pauses at a stall gate included."""
-    t, q = (np.asarray(a, dtype=float) for a in result.traces[0][:2])
-    span = float(result.makespan_us)
-    dt = DT_NS / 1e3
-    grid = (np.arange(int(np.ceil(span / dt))) + 0.5) * dt
-    qg = np.interp(grid, t, q)
-    tt = result.times
-    run = running(tt.mainloop_start[l2], tt.mainloop_end[l2], len(grid), dt)
-    return {"span_us": span} | shares(qg, qg <= 1.0, gate, run)
-
-
-def waits(stamps: np.ndarray, tiles: np.ndarray) -> tuple:
-    """(L1 tiles' start -> mainloop start, L2 tiles' wait after their m-block's last L1 tile ended, L2 tiles'
-    wait for that last L1 tile), us: the small loads before an L1 mainloop (next tile's indices, error flag, row
-    tokens), an L2 tile's l2_full poll once its dependency is met, and its dependency wait."""
-    st = stamps.astype(float) / 1e3
-    l1, l2, mb = tiles[:, 0] == 0, tiles[:, 0] == 1, tiles[:, 2]
-    last = np.full(int(mb.max()) + 1, -np.inf)
-    np.maximum.at(last, mb[l1], st[l1, 5])
-    s0, s1 = st[l2, 0], st[l2, 1]
-    met = np.clip(last[mb[l2]], s0, s1)
-    return st[l1, 1] - st[l1, 0], s1 - met, met - s0
 
 
 def wait_line(key: str, arrays: dict) -> str | None:
@@ -147,7 +95,7 @@ def main(argv=None) -> int:
         if rs is None:
             raise ValueError(f"no shipped records for {args.platform}")
         measured, mainloops = report._measured(rs.select("moe", "kernel")), [r.data for r in rs.select("moe", "mainloop")]
-        keys = sorted(k.rsplit("|", 2)[0] for k in arrays if k.endswith("|host|stamps"))
+        keys = host_points(arrays)
         body = [line for key in keys if key.split("|")[0] in measured
                 for line in point(key, arrays, platform, measured, mainloops)]
         pre = [line for key in keys if (line := wait_line(key, arrays))]
