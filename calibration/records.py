@@ -261,7 +261,9 @@ def load_shipped_records(experiment: str | None = None, platform: str | None = N
     return rs
 
 
-def shipped_traces_dir(platform: str):
-    """The folder of a platform's shipped per-burst traces, ``records/<platform>-traces``; None if absent."""
-    entry = resources.files("calibration") / "records" / f"{platform}-traces"
+def shipped_traces_dir(platform: str, kind: str = "traces"):
+    """The folder of a platform's shipped traces, ``records/<platform>-<kind>`` (kind "traces": the per-burst
+    traces of the microbenchmarks; "fused-traces": the fused MoE kernel's, ``hwkernels.moe_bench --traces``);
+    None if absent."""
+    entry = resources.files("calibration") / "records" / f"{platform}-{kind}"
     return entry if entry.is_dir() else None

@@ -108,13 +108,14 @@ def waits(stamps: np.ndarray, tiles: np.ndarray) -> tuple:
     return st[l1, 1] - st[l1, 0], s1 - met, met - s0
 
 
-def occupancy_series(stamps: np.ndarray, store_bytes: np.ndarray, rate: float, result, bin_us: float = 1.0):
+def occupancy_series(stamps: np.ndarray, store_bytes: np.ndarray, rate: float, result, bin_us: float = 10.0):
     """(t_us, rebuilt, simulated): the X-Stage's bytes averaged over bins of ``bin_us`` from each run's start,
-    over the longer of the two spans (a run past its end holds what it has left to drain)."""
+    over the longer of the two runs (the rebuilt one ends at its last tile's end)."""
     held, _, t0 = link_queue(stamps, store_bytes, rate)
     t, q = (np.asarray(a, dtype=float) for a in result.traces[0][:2])
     per = int(round(bin_us * 1e3 / DT_NS))
-    n = int(np.ceil(max(len(held) / per, float(result.makespan_us) / bin_us)))
+    span_us = (float(stamps[:, 5].max()) - t0) / 1e3
+    n = int(np.ceil(max(span_us, float(result.makespan_us)) / bin_us))
     measured = np.zeros(n * per)
     measured[:min(len(held), n * per)] = held[:n * per]
     fine = (np.arange(n * per) + 0.5) * DT_NS / 1e3

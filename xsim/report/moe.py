@@ -48,6 +48,7 @@ class ConfigRow:
     where: str = ""
     measured_local: dict = field(default_factory=dict)    # the local-Combine control, as measured
     predicted_local: dict = field(default_factory=dict)   # the DES without the link (without_link)
+    params: dict = field(default_factory=dict)            # the builder's params it was predicted with
 
     @property
     def speedup_measured(self) -> float:
@@ -69,6 +70,7 @@ class MoEReport:
     gemm: list[dict]
     paper: list[dict]
     summary: dict
+    mainloops: list = field(default_factory=list)   # the mainloop records the compute model was made from
 
 
 def _median(record, name: str) -> float:
@@ -206,7 +208,8 @@ def build(rs, platform: Platform, des: bool = True, paper_des: bool = False,
             params["mainloop_pool"] = mainloop_pool
         params["spread_seeds"] = SPREAD_SEEDS if spread_seeds is None else spread_seeds
         params["spread_seed"] = spread_seed
-        row = ConfigRow(config, params["routing"], m, where=m["wave"]["where"], measured_local=local.get(config, {}))
+        row = ConfigRow(config, params["routing"], m, where=m["wave"]["where"], measured_local=local.get(config, {}),
+                        params=params)
         row.closed_form = builder.predict(params, platform, mainloops or None)
         if des:
             _, row.predicted = builder.simulate(params, platform, engine, trace=False, mainloop_records=mainloops or None)
@@ -225,7 +228,7 @@ def build(rs, platform: Platform, des: bool = True, paper_des: bool = False,
     if clock_law is not None:
         summary.update(clock_summary(rows, clock_law))
     summary["spread_seeds"] = [spread_seed, spread_seed + (SPREAD_SEEDS if spread_seeds is None else spread_seeds) - 1]
-    return MoEReport(platform, rows, gemm, paper, summary)
+    return MoEReport(platform, rows, gemm, paper, summary, mainloops)
 
 
 def _steady(measured: dict) -> bool:

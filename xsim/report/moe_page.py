@@ -27,6 +27,10 @@ CAPTIONS = {
                         "gain is possible.",
     "moe_fig10_span": "Read how far each Linear-2 tile's remote-store span T_RS moves from the drain-limited "
                       "regime (waves) towards the backpressure-free floor (interleaved): the paper's Fig. 10.",
+    "moe_xstage_traced": "Read the hidden stage itself: the bytes the X-Stage held while the fused kernel ran, rebuilt "
+                         "from the kernel's own per-tile stamps (each tile's Combine bytes enter over its store span "
+                         "and drain at R), beside the DES's q(t) on the very same table, for the traced config whose "
+                         "speedup the DES misses most.",
 }
 TABLE2_HEADER = ["config", "span w/i meas", "span w/i pred", "T_mma L2/L1 meas", "T_mma model", "eq15 w/i pred",
                  "eq15 w/i meas", "wait w/i pred", "wait w/i meas"]
@@ -74,9 +78,26 @@ def _law_meta(summary: dict) -> str:
             f"beta {law['beta']:.3f}, {law['source']})" + (f", {len(missing)} without a law at one clock" if missing else ""))
 
 
+def _traced(rep: MoEReport) -> tuple[list, list]:
+    """The traced-runs panel (:mod:`xsim.report.moe_traces`): (figures, details); empty without shipped traces."""
+    from xsim.report import moe_traces
+
+    arrays, commits = moe_traces.shipped_fused_traces(rep.platform.name)
+    points = moe_traces.traced_points(rep, arrays) if arrays and rep.rows else []
+    config = moe_traces.worst_config(rep, points)
+    if config is None:
+        return [], []
+    fig = Figure("moe_xstage_traced", moe_traces.occupancy_figure(rep, points, config), CAPTIONS["moe_xstage_traced"])
+    title = (f"the X-Stage over every traced run, rebuilt from the stamps and simulated (traces of "
+             f"{', '.join(commits) or 'unknown commits'}; above gate and link idle: shares of the span)")
+    return [fig], [Details(title, table_html(moe_traces.HEADER, moe_traces.table_rows(points)))]
+
+
 def section(rep: MoEReport) -> Section:
     figures = [Figure("moe_fig8_speedup", speedup_figure(rep), CAPTIONS["moe_fig8_speedup"]),
                Figure("moe_fig10_span", span_figure(rep), CAPTIONS["moe_fig10_span"])] if rep.rows else []
+    traced_figures, traced_details = _traced(rep)
+    figures += traced_figures
     return Section(
         title=f"moe: fused MoE layer, expert waves vs interleaved, predicted vs measured on {rep.platform.name}",
         meta=f"compute model {', '.join(rep.summary['compute_model']) or 'roofline'}; "
@@ -85,4 +106,5 @@ def section(rep: MoEReport) -> Section:
         details=[Details("Table 2 for our hardware (us; w/i = wave/interleaved medians, waits are means)",
                          _table2(rep)),
                  Details("the paper's Table 2 rows on paper-8gpu from shapes alone (us)", _paper(rep)),
+                 *traced_details,
                  Details("the raw summary", json_html(rep.summary))])
