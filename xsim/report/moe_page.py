@@ -83,13 +83,14 @@ def _traced(rep: MoEReport) -> tuple[list, list]:
     from xsim.report import moe_traces
 
     arrays, commits = moe_traces.shipped_fused_traces(rep.platform.name)
-    points = moe_traces.traced_points(rep, arrays) if arrays and rep.rows else []
+    points, stale = moe_traces.traced_points(rep, arrays) if arrays and rep.rows else ([], [])
     config = moe_traces.worst_config(rep, points)
     if config is None:
         return [], []
     fig = Figure("moe_xstage_traced", moe_traces.occupancy_figure(rep, points, config), CAPTIONS["moe_xstage_traced"])
     title = (f"the X-Stage over every traced run, rebuilt from the stamps and simulated (traces of "
-             f"{', '.join(commits) or 'unknown commits'}; above gate and link idle: shares of the span)")
+             f"{', '.join(commits) or 'unknown commits'}; above gate and link idle: shares of the span"
+             + (f"; left out, traced on another table: {', '.join(stale)}" if stale else "") + ")")
     return [fig], [Details(title, table_html(moe_traces.HEADER, moe_traces.table_rows(points)))]
 
 

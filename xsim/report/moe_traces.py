@@ -58,16 +58,16 @@ class _Arrays(dict):
         return list(self)
 
 
-def traced_points(rep: MoEReport, arrays: dict) -> list[TracedPoint]:
-    """Every traced host run of a config in ``rep`` beside the DES of the same table (ValueError if the
-    report's table for it is not the traced one: the trace is of another table)."""
+def traced_points(rep: MoEReport, arrays: dict) -> tuple[list[TracedPoint], list[str]]:
+    """(every traced host run of a config in ``rep`` beside the DES of the same table, the traced runs left out
+    because the report's table for them is not the traced one: a trace of an older scheduler or lead)."""
     from xsim.builders import moe as builder
     from xsim.des import simulate
 
     rows = {r.config: r for r in rep.rows if r.params}
     gate = rep.platform.load_gate.threshold_bytes if rep.platform.load_gate is not None else float("inf")
     rate = rep.platform.drain_rate_gbps
-    out = []
+    out, stale = [], []
     for key in traces.host_points(arrays):
         config, label = key.split("|")
         if config not in rows:
@@ -77,12 +77,13 @@ def traced_points(rep: MoEReport, arrays: dict) -> list[TracedPoint]:
         table = cfg.table(schedule)
         tiles, stamps, nbytes = arrays[f"{key}|tiles"], arrays[f"{key}|host|stamps"], arrays[f"{key}|store_bytes"]
         if not np.array_equal(table.tiles, tiles):
-            raise ValueError(f"the traced {key} ran another table than the report predicts")
+            stale.append(key)
+            continue
         result = simulate(cfg.workload(schedule, table), engine="fast", trace=True)
         out.append(TracedPoint(config, label, schedule, traces.rebuilt(stamps, nbytes, rate, gate, tiles[:, 0]),
                                traces.simulated(result, gate, tiles[:, 0] == 1),
                                traces.occupancy_series(stamps, nbytes, rate, result)))
-    return out
+    return out, stale
 
 
 def worst_config(rep: MoEReport, points: list[TracedPoint]) -> str | None:
