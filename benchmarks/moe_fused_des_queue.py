@@ -45,9 +45,8 @@ def wait_line(key: str, arrays: dict) -> str | None:
 
 def point(key: str, arrays: dict, platform, measured: dict, mainloops: list) -> list[str]:
     """One traced point's rows: the rebuilt queue, then the DES in each gate mode."""
-    from xsim.builders import moe as builder
-    from xsim.des import simulate
     from xsim.report import moe as report
+    from xsim.report.moe_traces import simulate_traced
 
     name, label = key.split("|")
     params = report._params(name, measured[name]) | report.PREDICTED_LEVEL | {"spread_seeds": 1, "spread_seed": 0}
@@ -64,11 +63,9 @@ def point(key: str, arrays: dict, platform, measured: dict, mainloops: list) -> 
                                          "dep": float(waits(local, tiles)[2].sum()) / programs}))
     for mode in (*MODES, "no link"):
         plat = without_link(platform) if mode == "no link" else platform.with_overrides(load_gate_mode=mode)
-        cfg = builder.Config(params, plat, mainloops)
-        table = cfg.table(schedule)
-        if not np.array_equal(table.tiles, tiles):
+        result = simulate_traced(params, plat, mainloops, schedule, tiles)
+        if result is None:
             raise ValueError(f"{key}: the DES's table is not the traced one")
-        result = simulate(cfg.workload(schedule, table), engine="fast", trace=True)
         l2 = tiles[:, 0] == 1
         dep = float(np.nansum(result.times.dep_wait_us[l2])) / programs
         rows.append(("DES, no link" if mode == "no link" else f"DES, gate {mode}",

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from moe_beside import parse  # noqa: E402  benchmarks/ is the script's folder
+from moe_beside import _med, parse  # noqa: E402  benchmarks/ is the script's folder
 from provenance import commit_note  # noqa: E402
 
 from xsim.fileio import atomic_write  # noqa: E402
@@ -31,10 +31,6 @@ from xsim.fileio import atomic_write  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 NAN = math.nan
 SATURATED = 0.97        # a host run whose store rate reached this share of R drained at the link's rate
-
-
-def _med(rec: dict, name: str) -> float:
-    return float(((rec.get("stats") or {}).get(name) or {}).get("median", NAN))
 
 
 def points(recs: list[dict]) -> dict:

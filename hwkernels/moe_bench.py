@@ -103,7 +103,6 @@ class Bench:
     dest = None         # N > 1: the peer destination (every rank's receive buffer)
     leads = ("scenario",)   # --lead, parsed (moe_catalog.parse_leads)
     traces = None       # --traces: key -> array (hwkernels.moe_beside.add_trace)
-    last_stamps = None  # with --traces: the last checked kernel point's stamps
 
     def __init__(self, args, ranks=None, dest=None):
         import torch
@@ -165,7 +164,8 @@ def _measure(run, repeats, warmup=1, poison=None, check=None, ranks=SOLO, heat=N
 
 def run_kernel(b: Bench, cfg, data, lay, ref, out, cpu_out, schedule, signal=0,
                rank_outs=None, lead=None):
-    """One (config, schedule): checked, timed; returns (ok, err, stats, table).
+    """One (config, schedule): checked, timed; returns (ok, err, stats, table, stamps): stamps are the last
+    checked stamped run's (relative ns) with --traces, else None.
 
     Stamped trials give every statistic; then the same table without stamps (checked once,
     then timed) gives kernel_nostamp_us, the instrumentation's cost. N > 1 (b.ranks):
@@ -211,8 +211,7 @@ def run_kernel(b: Bench, cfg, data, lay, ref, out, cpu_out, schedule, signal=0,
         return ok and same, err
 
     ok, err, stats = _measure(run, b.args.trials, 1, lambda: out.fill_(nan), check, rk, heat)
-    if b.traces is not None:
-        b.last_stamps = relative_stamps(fused.stamp_array()) if ok else None
+    stamps = relative_stamps(fused.stamp_array()) if ok and b.traces is not None else None
     if ok and signal == 0:
         plain = moe.FusedMoE(shape, lay, table, data, out, kc, rank_outs=rank_outs)
         out.fill_(nan)
@@ -233,7 +232,7 @@ def run_kernel(b: Bench, cfg, data, lay, ref, out, cpu_out, schedule, signal=0,
             stats["kernel_nostamp_us"] = summarize(us).to_dict()
         else:
             stats = None
-    return ok, err, stats, table
+    return ok, err, stats, table, stamps
 
 
 def _heater(fused, seconds: float):
@@ -277,8 +276,8 @@ def _one_config(b: Bench, i, cfg, cache, signal_too):
     points = [("wave", None)] + points if i % 2 == 0 else points + [("wave", None)]
     kind = "kernel_local" if local else "kernel"
     for schedule, lead in points:
-        ok, err, stats, table = run_kernel(b, cfg, data, lay, ref, out, cpu_out, schedule,
-                                           rank_outs=rank_outs, lead=lead)
+        ok, err, stats, table, stamps = run_kernel(b, cfg, data, lay, ref, out, cpu_out, schedule,
+                                                   rank_outs=rank_outs, lead=lead)
         dest = "local" if local else b.args.target
         params = cfg.params(schedule, table.lead, dest) | b.cfg_params(s.precision)
         if b.steady_s > 0:
@@ -286,13 +285,13 @@ def _one_config(b: Bench, i, cfg, cache, signal_too):
         b.record(kind, params, stats, {"ok": ok, "max_abs_err": err})
         label = schedule if lead is None else f"int@{lead:g}"
         b.rows.append((kind, cfg.name, label, ok, stats))
-        if b.traces is not None and b.last_stamps is not None:
-            add_trace(b.traces, f"{cfg.name}|{label}", dest, b.last_stamps, table, lay, s)
+        if stamps is not None:
+            add_trace(b.traces, f"{cfg.name}|{label}", dest, stamps, table, lay, s)
         if local:
             fused_mainloop_records(b, cfg, params, stats, ok)
             continue
         if signal_too and ok:
-            ok2, err2, st2, _ = run_kernel(b, cfg, data, lay, ref, out, cpu_out, schedule, 1,
+            ok2, err2, st2, _, _ = run_kernel(b, cfg, data, lay, ref, out, cpu_out, schedule, 1,
                                            rank_outs, lead)
             keep = None if st2 is None else {k: st2[k] for k in ("kernel_us", "signal_us",
                                                                   "span_us", "wait_us")}

@@ -43,27 +43,31 @@ def shipped_fused_traces(platform: str) -> tuple[dict, list[str]]:
     folder = shipped_traces_dir(platform, "fused-traces")
     if folder is None:
         return {}, []
-    files, commits = [], set()
+    arrays, commits = {}, set()
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".npz"):
             with resources.as_file(entry) as path, np.load(path) as data:
-                files.append({k: data[k] for k in data.files})
-                commits.add(str(files[-1].get("commit", "")))
-    return traces.merged([_Arrays(f) for f in files]), sorted(c for c in commits if c)
+                arrays |= traces.merged([data])
+                commits.add(str(data["commit"]) if "commit" in data.files else "")
+    return arrays, sorted(c for c in commits if c)
 
 
-class _Arrays(dict):
-    @property
-    def files(self):
-        return list(self)
+def simulate_traced(params: dict, platform, mainloops, schedule: str, tiles: np.ndarray):
+    """The DES of ``schedule``'s table for ``params`` on ``platform``, keeping q(t); None where that table is not
+    the traced one (``tiles``)."""
+    from xsim.builders import moe as builder
+    from xsim.des import simulate
+
+    cfg = builder.Config(params, platform, mainloops or None)
+    table = cfg.table(schedule)
+    if not np.array_equal(table.tiles, tiles):
+        return None
+    return simulate(cfg.workload(schedule, table), engine="fast", trace=True)
 
 
 def traced_points(rep: MoEReport, arrays: dict) -> tuple[list[TracedPoint], list[str]]:
     """(every traced host run of a config in ``rep`` beside the DES of the same table, the traced runs left out
     because the report's table for them is not the traced one: a trace of an older scheduler or lead)."""
-    from xsim.builders import moe as builder
-    from xsim.des import simulate
-
     rows = {r.config: r for r in rep.rows if r.params}
     gate = rep.platform.load_gate.threshold_bytes if rep.platform.load_gate is not None else float("inf")
     rate = rep.platform.drain_rate_gbps
@@ -73,13 +77,12 @@ def traced_points(rep: MoEReport, arrays: dict) -> tuple[list[TracedPoint], list
         if config not in rows:
             continue
         schedule = "wave" if label == "wave" else "interleaved"
-        cfg = builder.Config(rows[config].params | {"spread_seeds": 1}, rep.platform, rep.mainloops or None)
-        table = cfg.table(schedule)
         tiles, stamps, nbytes = arrays[f"{key}|tiles"], arrays[f"{key}|host|stamps"], arrays[f"{key}|store_bytes"]
-        if not np.array_equal(table.tiles, tiles):
+        result = simulate_traced(rows[config].params | {"spread_seeds": 1}, rep.platform, rep.mainloops, schedule,
+                                 tiles)
+        if result is None:
             stale.append(key)
             continue
-        result = simulate(cfg.workload(schedule, table), engine="fast", trace=True)
         out.append(TracedPoint(config, label, schedule, traces.rebuilt(stamps, nbytes, rate, gate, tiles[:, 0]),
                                traces.simulated(result, gate, tiles[:, 0] == 1),
                                traces.occupancy_series(stamps, nbytes, rate, result)))
