@@ -34,8 +34,8 @@ from xsim.scenario import shipped_scenarios  # noqa: E402
 
 SCENARIO = "fa-a2a-host-gluon-steady"
 VARIANTS = ("fa-only", "fused", "cc", "fused-paced")
-REPEATS = {"run 16": "h200-pcie-host-fa-a2a-run16-repeat-steady-bd13b95.jsonl",   # shipped repeats, no fit saw
-           "run 17": "h200-pcie-host-fa-a2a-run17-new-lengths-steady-d688c63.jsonl"}  # lengths predicted first
+REPEATS = {"run 16": "h200-pcie-host-fa-a2a-run16-repeat-steady-bd13b95.jsonl.gz",   # shipped repeats, no fit saw
+           "run 17": "h200-pcie-host-fa-a2a-run17-new-lengths-steady-d688c63.jsonl.gz"}  # lengths predicted first
 RESULTS = Path(__file__).resolve().parent / "results"
 OUT, PREDICTED = RESULTS / "fa_a2a_whatif_steady.txt", RESULTS / "fa_a2a_whatif_steady_predicted.txt"
 TOKENS = 4096   # hwkernels/fa_bench_args.py: batch = max(1, tokens // M), heads 32

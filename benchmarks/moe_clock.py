@@ -3,7 +3,7 @@
 The fused MoE kernel's CLK sums (since ``24fb8c8``: every program's SM cycles and nanoseconds per
 launch) give each timed launch its own mean SM clock. One call at ``24fb8c8`` re-ran the kernel
 phase of the one-GPU catalog over the host link and locally (20 trials, every output checked;
-``calibration/records/repeats/h200-pcie-host-moe-clock-24fb8c8.jsonl``, logs
+``calibration/records/repeats/h200-pcie-host-moe-clock-24fb8c8.jsonl.gz``, logs
 ``logs/h200-pcie-host-moe/clock-24fb8c8/``). Per config this prints both schedules' clocks, the
 measured speedup (wave / interleaved, each at its own clock), the speedup at one clock (the
 interleaved time at the wave's clock, T_int f_int / f_wave: as if all of it scaled with the clock,
@@ -30,7 +30,7 @@ from xsim.platform import resolve_platform  # noqa: E402
 from xsim.report import moe  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-RUN = ROOT / "calibration" / "records" / "repeats" / "h200-pcie-host-moe-clock-24fb8c8.jsonl"
+RUN = ROOT / "calibration" / "records" / "repeats" / "h200-pcie-host-moe-clock-24fb8c8.jsonl.gz"
 OUT = ROOT / "benchmarks" / "results" / "moe_clock.txt"
 
 

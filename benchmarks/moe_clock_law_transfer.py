@@ -5,9 +5,9 @@ u^-beta under the cap, beta 0.301) says a kernel that computes the same cycles i
 more power and clocks lower. Interleaving is exactly that: the same tiles, fewer bubbles. If both
 schedules sit at the cap and compute-bound, the law in ratio form predicts the interleaved clock
 over the wave's as S1^-beta and the steady speedup as S1^(1 - beta), where S1 is the speedup at one
-clock. Every input is measured: S1 from the burst run with CLK (``repeats/h200-pcie-host-moe-clock-24fb8c8.jsonl``,
+clock. Every input is measured: S1 from the burst run with CLK (``repeats/h200-pcie-host-moe-clock-24fb8c8.jsonl.gz``,
 both schedules within 2 % of one clock: the wave time over the interleaved time at the wave's clock),
-the steady clocks and speedups from ``repeats/h200-pcie-host-moe-kernels-steady-5896436.jsonl``
+the steady clocks and speedups from ``repeats/h200-pcie-host-moe-kernels-steady-5896436.jsonl.gz``
 (``moe_bench --steady-s 0.2``) and its repeat at ``53668b2``, run after this comparison was first
 written and committed (the same command). ``beta needed`` = ln(f_wave / f_int) / ln(S1) is what the steady run
 itself would ask for (a diagnostic, never used to predict). The prediction from shapes: the shipped
@@ -38,9 +38,9 @@ from xsim.report import moe  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 REPEATS = ROOT / "calibration" / "records" / "repeats"
-BURST = REPEATS / "h200-pcie-host-moe-clock-24fb8c8.jsonl"
-STEADY = {"5896436": REPEATS / "h200-pcie-host-moe-kernels-steady-5896436.jsonl",        # the first steady run
-          "53668b2": REPEATS / "h200-pcie-host-moe-kernels-steady-repeat-53668b2.jsonl"}  # after this was written
+BURST = REPEATS / "h200-pcie-host-moe-clock-24fb8c8.jsonl.gz"
+STEADY = {"5896436": REPEATS / "h200-pcie-host-moe-kernels-steady-5896436.jsonl.gz",        # the first steady run
+          "53668b2": REPEATS / "h200-pcie-host-moe-kernels-steady-repeat-53668b2.jsonl.gz"}  # after this was written
 OUT = ROOT / "benchmarks" / "results" / "moe_clock_law_transfer.txt"
 
 

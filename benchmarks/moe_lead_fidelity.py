@@ -1,7 +1,7 @@
 """Why the DES is too sensitive to Algorithm 1's lead: the measured lead sweep's per-tile stamps
 beside the DES's per-tile times, under the shipped model and the link / compute options.
 
-Input: ``repeats/h200-pcie-host-moe-lead-sweep-0b8db41.jsonl`` (four configs, every candidate lead
+Input: ``repeats/h200-pcie-host-moe-lead-sweep-0b8db41.jsonl.gz`` (four configs, every candidate lead
 and the wave, 20 trials each; kernel records only, so the compute model is the shipped records'
 fused-local mainloops, as in ``moe_lead_measured.py``).
 
@@ -39,9 +39,9 @@ from xsim.platform import resolve_platform
 from xsim.report import moe as rep
 from xsim.scenario import load_scenario
 
-SWEEP = "calibration/records/repeats/h200-pcie-host-moe-lead-sweep-0b8db41.jsonl"
+SWEEP = "calibration/records/repeats/h200-pcie-host-moe-lead-sweep-0b8db41.jsonl.gz"
 SHIPPED = "calibration/records/h200-pcie-host-moe.jsonl"
-CHECK = "calibration/records/repeats/h200-pcie-host-moe-44d972a.jsonl"   # default leads, an independent run
+CHECK = "calibration/records/repeats/h200-pcie-host-moe-44d972a.jsonl.gz"   # default leads, an independent run
 VARIANTS = [("shipped (start gate)", {}, None), ("stall gate", {}, "stall"),
             ("predicted level", rep.PREDICTED_LEVEL, None),
             ("predicted level + stall gate", rep.PREDICTED_LEVEL, "stall")]

@@ -2,7 +2,7 @@
 and the measured ranking of leads beside the DES's.
 
 Inputs (one device call, `calibration/records/logs/h200-pcie-host-moe/lead-<sha>/run_lead.sh`):
-``repeats/h200-pcie-host-moe-lead-<sha>.jsonl`` (wave + interleaved at each scenario's lead, the
+``repeats/h200-pcie-host-moe-lead-<sha>.jsonl.gz`` (wave + interleaved at each scenario's lead, the
 DES's pick), ``...-lead-default-<sha>.jsonl`` (the same wave records + interleaved at ceil(2
 D_knee), measured in the same run: the run's records split by their lead) and
 ``...-lead-sweep-<sha>.jsonl`` (a second invocation: every candidate lead on four configs, with
@@ -83,8 +83,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
     args = parser.parse_args()
     platform = resolve_platform("h200-pcie-host")
-    pick_rows, pick_sum = rows_of(REPEATS / f"h200-pcie-host-moe-lead-{args.sha}.jsonl", platform)
-    def_rows, def_sum = rows_of(REPEATS / f"h200-pcie-host-moe-lead-default-{args.sha}.jsonl", platform)
+    pick_rows, pick_sum = rows_of(REPEATS / f"h200-pcie-host-moe-lead-{args.sha}.jsonl.gz", platform)
+    def_rows, def_sum = rows_of(REPEATS / f"h200-pcie-host-moe-lead-default-{args.sha}.jsonl.gz", platform)
     lines = [f"DES-picked leads measured on one H200 over the host link (records of {args.sha}; {commit_note()})",
              "| config | default / pick | measured speedup default / pick | predicted default / pick "
              "| error default / pick | measured int us default / pick | DES int us default / pick |",
@@ -108,7 +108,7 @@ def main() -> None:
         lines.append(f"{name}: " + ", ".join(f"{k} {s[k]:.4g}" for k in keys))
     lines.append(f"configs whose pick differs from the default: {len(agree)}; the measured interleaved time moves "
                  f"the way the DES says in {sum(agree)}")
-    lines += sweep(REPEATS / f"h200-pcie-host-moe-lead-sweep-{args.sha}.jsonl", platform)
+    lines += sweep(REPEATS / f"h200-pcie-host-moe-lead-sweep-{args.sha}.jsonl.gz", platform)
     text = "\n".join(lines) + "\n"
     print(text, end="")
     args.out.mkdir(parents=True, exist_ok=True)

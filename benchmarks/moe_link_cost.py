@@ -34,11 +34,11 @@ from xsim.load_gate import LoadGate
 from xsim.moe.tiles import L1, L2
 from xsim.report import moe as rep
 
-RERUN = "calibration/records/repeats/h200-pcie-host-moe-kernels-1907a2c.jsonl"
+RERUN = "calibration/records/repeats/h200-pcie-host-moe-kernels-1907a2c.jsonl.gz"
 LEVEL = rep.PREDICTED_LEVEL   # branch moefid's option (xsim report --moe-level predicted)
 SEEDS4 = {"spread_seeds": 4}
 # the Combine's sustained drain rate over the profile's R: the segment-stride microbenchmark's
-# row patterns (repeats/h200-pcie-host-micro-segments-e1cf401.jsonl: 50.97 GB/s, mean of 9) / 52.37
+# row patterns (repeats/h200-pcie-host-micro-segments-e1cf401.jsonl.gz: 50.97 GB/s, mean of 9) / 52.37
 SUSTAINED = 0.973
 VARIANTS = [   # (name, builder params, gate mode or None, in --quick)
     ("shipped (start gate), seed 0", {}, None, True),

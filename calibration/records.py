@@ -1,4 +1,4 @@
-"""Read and validate measurement records (JSON Lines, schema ``xstage.record/1``).
+"""Read and validate measurement records (JSON Lines, gzipped or not; schema ``xstage.record/1``).
 
 See ``docs/records.md`` for the schema. :func:`load_records` reads one or more files into a
 :class:`RecordSet`: every line parsed and checked, records whose ``check.ok`` is false skipped
@@ -15,10 +15,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from xsim.fileio import parse_json, read_bytes
+from xsim.fileio import gunzipped, parse_json, read_bytes
 
 SCHEMA = "xstage.record/1"
 EXPERIMENTS = ("micro", "moe", "fa-a2a", "loadgate", "power")
+SUFFIXES = (".jsonl", ".jsonl.gz")   # a record file: JSON Lines, or the same gzipped (the repeats)
 STAT_KEYS = ("mean", "median", "p10", "p90", "min", "max", "n")
 REQUIRED_FIELDS = ("schema", "experiment", "kind", "params", "stats", "check", "platform", "commit")
 PLATFORM_IDENTITY = ("gpu", "sms", "gpu_count", "driver")  # required, and must agree within one fit
@@ -197,6 +198,7 @@ def parse_texts(texts: Sequence[tuple[str, bytes]]) -> RecordSet:
     skipped, files = 0, []
     whole = hashlib.sha256()
     for source, raw in texts:
+        raw = gunzipped(raw, source, RecordError)   # a gzipped file (repeats/*.jsonl.gz) is its text
         whole.update(raw)
         files.append((source, hashlib.sha256(raw).hexdigest()))
         try:
@@ -226,6 +228,14 @@ def load_records(paths: Sequence[str | Path]) -> RecordSet:
     return parse_texts(texts)
 
 
+def record_stem(name: str) -> str:
+    """A record file's name without its suffix (``.jsonl`` or ``.jsonl.gz``)."""
+    for suffix in sorted(SUFFIXES, key=len, reverse=True):
+        if name.endswith(suffix):
+            return name[:-len(suffix)]
+    return name
+
+
 def shipped_record_files(platform: str | None = None) -> list:
     """The record files that ship with the package (``calibration/records/*.jsonl``), sorted.
 
@@ -236,18 +246,18 @@ def shipped_record_files(platform: str | None = None) -> list:
     if not folder.is_dir():
         return []
     prefixes = tuple(f"{platform}-{e}" for e in EXPERIMENTS) if platform is not None else ("",)
-    return sorted((e for e in folder.iterdir() if e.name.endswith(".jsonl") and e.name.startswith(prefixes)),
+    return sorted((e for e in folder.iterdir() if e.name.endswith(SUFFIXES) and e.name.startswith(prefixes)),
                   key=lambda e: e.name)
 
 
 def shipped_repeat_files(platform: str, experiment: str) -> list:
     """The repeat runs that ship beside the records (``calibration/records/repeats/``), of one
-    platform and experiment (``<platform>-<experiment>-*.jsonl``), sorted by name."""
+    platform and experiment (``<platform>-<experiment>-*.jsonl``, gzipped: ``.jsonl.gz``), sorted by name."""
     folder = resources.files("calibration") / "records" / "repeats"
     if not folder.is_dir():
         return []
     return sorted((e for e in folder.iterdir() if e.name.startswith(f"{platform}-{experiment}-")
-                   and e.name.endswith(".jsonl")), key=lambda e: e.name)
+                   and e.name.endswith(SUFFIXES)), key=lambda e: e.name)
 
 
 def load_shipped_records(experiment: str | None = None, platform: str | None = None) -> RecordSet | None:

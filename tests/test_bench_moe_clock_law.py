@@ -20,7 +20,14 @@ def test_one_output_per_platform_level_and_law():
 
 
 def test_a_missing_law_file_is_one_line_and_exit_2(capsys, tmp_path):
-    steady = sorted(mcl.REPEATS.glob("h100-pcie-host-moe-kernels-steady-*.jsonl"))[0]
+    steady = mcl.outputs("h100-pcie-host")[0][0]
     assert mcl.main(["--platform", "h100-pcie-host", "--law", str(tmp_path / "none.jsonl"), str(steady)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("moe_clock_law:")
+
+
+def test_a_gzipped_law_file_names_the_same_result():
+    assert mcl.outputs("h100-pcie-host", "predicted", Path("x/duty-1.jsonl.gz"))[1].name == \
+        "moe_clock_law_h100-pcie-host_predicted_law-duty-1.txt"
+    assert all(p.name.endswith((".jsonl", ".jsonl.gz")) for p in mcl.outputs("h100-pcie-host")[0])
+    assert mcl.outputs("h100-pcie-host")[0]   # the shipped steady runs are found, gzipped or not

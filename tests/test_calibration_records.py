@@ -1,10 +1,12 @@
 """Reading records: every bad input is a RecordError naming the file and line."""
 
+import gzip
 import json
 
 import pytest
 
-from calibration.records import RecordError, load_records, parse_texts
+from calibration.records import RecordError, load_records, parse_texts, record_stem, shipped_repeat_files
+from xsim.fileio import gunzipped
 
 GOOD = {"schema": "xstage.record/1", "experiment": "micro", "kind": "isolated",
         "params": {"producers": 4, "burst_bytes": 4096, "gap_us": 20.0, "aligned": True, "mechanism": "st.v4"},
@@ -78,3 +80,39 @@ def test_unreadable_and_empty_inputs(tmp_path):
         load_records([tmp_path / "absent.jsonl"])
     with pytest.raises(RecordError, match="no valid records"):
         parse_texts([("e.jsonl", b"\n")])
+
+
+def test_a_gzipped_file_reads_as_its_text_with_the_same_hash(tmp_path):
+    plain = _write(tmp_path, [_rec(), _rec()])
+    packed = tmp_path / "r.jsonl.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes(), mtime=0))
+    a, b = load_records([plain]), load_records([packed])
+    assert [r.data for r in a.records] == [r.data for r in b.records] and a.sha256 == b.sha256
+    assert b.records[1].where == "r.jsonl.gz:2" and b.files[0] == ("r.jsonl.gz", a.files[0][1])
+    assert record_stem("x/h-moe-1.jsonl.gz".rsplit("/", 1)[1]) == record_stem("h-moe-1.jsonl") == "h-moe-1"
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda z: z[:-5], "truncated gzip"),
+    (lambda z: z[:12] + bytes(b ^ 0xFF for b in z[12:20]) + z[20:], "broken gzip"),
+    (lambda z: z + z, "more than one gzip member"),
+])
+def test_a_damaged_gzip_file_is_one_line_naming_it(tmp_path, damage, message):
+    path = tmp_path / "bad.jsonl.gz"
+    path.write_bytes(damage(gzip.compress((_rec() + "\n").encode(), mtime=0)))
+    with pytest.raises(RecordError, match=message) as exc:
+        load_records([path])
+    assert "bad.jsonl.gz" in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_a_gzip_bomb_stops_at_the_input_limit():
+    bomb = gzip.compress(b"\n" * 4096, mtime=0)
+    with pytest.raises(ValueError, match="more than the limit of 1024 bytes"):
+        gunzipped(bomb, "bomb.jsonl.gz", limit=1024)
+    assert gunzipped(b'{"a": 1}\n', "plain") == b'{"a": 1}\n'
+
+
+def test_shipped_repeats_are_found_gzipped():
+    files = shipped_repeat_files("h100-pcie-host", "moe-kernels-steady")
+    assert files and all(f.name.endswith(".jsonl.gz") for f in files)
+    assert parse_texts([(files[0].name, files[0].read_bytes())]).records

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import json
+import zlib
 import math
 import os
 import stat
@@ -79,6 +80,28 @@ def read_bytes(path: str | Path, what: str, error: type[Exception] = ValueError,
     if register:
         _INPUTS[(st.st_dev, st.st_ino)] = (st.st_mtime_ns, str(path))
     return data
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def gunzipped(data: bytes, what: str, error: type[Exception] = ValueError, limit: int = MAX_INPUT_BYTES) -> bytes:
+    """``data`` itself, or, where it is gzip (its magic bytes; no text input starts with them), its
+    content: at most ``limit`` bytes, one gzip member, anything broken is ``error``."""
+    if not data.startswith(GZIP_MAGIC):
+        return data
+    inflate = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    try:
+        out = inflate.decompress(data, limit + 1)
+    except zlib.error as exc:
+        raise error(f"{what}: broken gzip data ({exc})") from None
+    if len(out) > limit:
+        raise error(f"{what} holds more than the limit of {limit} bytes ({limit >> 20} MiB) once unpacked")
+    if not inflate.eof:
+        raise error(f"{what}: truncated gzip data")
+    if inflate.unused_data:
+        raise error(f"{what}: more than one gzip member")
+    return out
 
 
 def decode(data: bytes, what: str, error: type[Exception] = ValueError) -> str:

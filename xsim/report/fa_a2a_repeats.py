@@ -3,7 +3,7 @@
 A single run's fused / FA-only and hiding ratio above the threshold can sit inside the run-to-run
 spread of their bounds (docs/fa-a2a-report.md, "Targets"). The report reads the targets on the
 shipped run; this puts every repeat of the same series beside it: each record file in
-``calibration/records/repeats/`` named ``<platform>-fa-a2a-*.jsonl`` whose records form a series
+``calibration/records/repeats/`` named ``<platform>-fa-a2a-*.jsonl[.gz]`` whose records form a series
 with the headline's key (:data:`~xsim.report.fa_a2a_points.SERIES_KEYS`: tile shape, destination,
 attention kernel, program stagger), read at the sequence lengths it measured at or above the
 headline's 2 M_ub*. Per target: each run's value (the worst over its M), how many runs meet the
