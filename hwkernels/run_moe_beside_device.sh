@@ -10,6 +10,8 @@
 #   ... run_moe_beside_device.sh traces: only three probes with --traces (own 1, 4, 12 and beside 66; <= 300 s)
 #   ... run_moe_beside_device.sh fused-traces: six catalog layers' fused kernels traced over the host link and
 #       locally, then three catalog layers beside host stores (<= 520 s)
+#   ... run_moe_beside_device.sh fused-traces rest: the other twelve catalog layers' fused kernels traced the
+#       same way, nothing beside (<= 420 s)
 set -u
 : "${OUT:?OUT must name the output folder}" "${XSTAGE_COMMIT:?XSTAGE_COMMIT must be the commit measured}"
 export PYTHONPATH=$PWD NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 XSTAGE_COMMIT PYTHONUNBUFFERED=1
@@ -29,11 +31,19 @@ if [ "${1:-}" = fused-traces ]; then   # the fused kernel's own per-tile stamps 
   # layers the model misses most and two it gets right; then three catalog layers traced beside host stores
   c=moe1-dit-moe-bf16-zipf-4096,moe1-hunyuan-large-bf16-balanced-1024,moe1-mimo-v2.5-bf16-balanced-4096
   c=$c,moe1-dsv4-flash-fp8-balanced-1024,moe1-hy3-bf16-balanced-1024,moe1-qwen3-30b-fp8-balanced-4096
+  t=200
+  if [ "${2:-}" = rest ]; then   # the catalog's other twelve layers
+    c=moe1-dit-moe-bf16-hot-4096,moe1-dsv4-flash-bf16-balanced-1024,moe1-dsv4-flash-bf16-hot-1024
+    c=$c,moe1-dsv4-flash-bf16-zipf-1024,moe1-dsv4-flash-bf16-zipf-4096,moe1-glm-5.2-fp8-balanced-1024
+    c=$c,moe1-glm-5.2-fp8-hot-4096,moe1-hy3-bf16-hot-1024,moe1-hy3-fp8-zipf-4096,moe1-mimo-v2.5-fp8-hot-1024
+    c=$c,moe1-qwen3-30b-bf16-zipf-4096,moe1-qwen3.5-bf16-zipf-1024
+  fi
   for dest in host local; do
-    timeout 200 python3 -m hwkernels.moe_bench --out "$OUT/fused-traces.jsonl" --combine $dest --configs "$c" \
+    timeout $t python3 -m hwkernels.moe_bench --out "$OUT/fused-traces.jsonl" --combine $dest --configs "$c" \
       --trials 5 --phases kernel --traces "$OUT/fused-traces-$dest.npz" > "$OUT/logs/fused-traces-$dest.log" 2>&1
-    echo "fused $dest rc $?"; tail -n 14 "$OUT/logs/fused-traces-$dest.log"
+    echo "fused $dest rc $?"; tail -n 26 "$OUT/logs/fused-traces-$dest.log"
   done
+  [ "${2:-}" = rest ] && exit 0
   timeout 120 python3 -m hwkernels.moe_beside --out "$OUT/beside-traces.jsonl" --own 1,4,12 --storers 66 \
     --configs moe1-dit-moe-bf16-zipf-4096,moe1-hy3-bf16-balanced-1024,moe1-mimo-v2.5-bf16-balanced-4096 \
     --repeats 3 --budget-s 80 --traces "$OUT/beside-traces-catalog.npz" > "$OUT/logs/beside-traces-catalog.log" 2>&1
