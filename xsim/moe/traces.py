@@ -14,14 +14,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from xsim.moe.trace_pack import unpacked
+
 DT_NS = 100.0
 PROGRAM_STAMPS = 6
 
 
 def merged(files) -> dict:
-    """Every array of every traces file by key (a host run and its local control may be in two files:
-    ``hwkernels.moe_bench --traces`` writes one per destination; a table's arrays are the same in both)."""
-    return {k: f[k] for f in files for k in f.files if k != "commit"}
+    """Every array of every traces file by key, packed ones unpacked (:mod:`xsim.moe.trace_pack`; a host run and
+    its local control may be in two files: ``hwkernels.moe_bench --traces`` writes one per destination; a table's
+    arrays are the same in both)."""
+    return unpacked({k: f[k] for f in files for k in f.files if k != "commit"})
 
 
 def host_points(arrays: dict) -> list[str]:
