@@ -97,6 +97,33 @@ def report(npz: dict, rate: float, above: float | None = None) -> list[str]:
     return lines
 
 
+def never_above(npz: dict, rate: float, gate: float, least: int = 20) -> list[str]:
+    """Per point: host / local mainloop of the tiles whose mainloop never saw the rebuilt stage above ``gate`` (at
+    least ``least`` of a kind), then per kind the median and range over the points: the link's cost with the gate
+    out of the way."""
+    keys = sorted({k.rsplit("|", 1)[0] for k in npz if k.endswith("|host|stamps")})
+    lines, per_kind = [], {name: [] for _, name in KINDS}
+    for key in keys:
+        point = key.rsplit("|", 1)[0]
+        if f"{point}|local|stamps" not in npz:
+            continue
+        rows = point_rows(npz[f"{key}|stamps"], npz[f"{point}|local|stamps"], npz[f"{point}|tiles"],
+                          npz[f"{point}|store_bytes"], rate, gate)
+        cells = []
+        for name, (share, speed) in rows.items():
+            sel = share == 0
+            if sel.sum() >= least:
+                per_kind[name].append(1 / np.mean(speed[sel]))
+                cells.append(f"{per_kind[name][-1]:.3f} ({int(sel.sum())})")
+            else:
+                cells.append("-")
+        lines.append(f"| {point.replace('|', ' ')} | " + " | ".join(cells) + " |")
+    summary = [f"{name}: median {np.median(v):.3f}, range {min(v):.3f}-{max(v):.3f} over {len(v)} points"
+               for name, v in per_kind.items() if v]
+    return ["| point | " + " | ".join(f"{name} host / local (tiles)" for _, name in KINDS) + " |",
+            "| --- | " + " | ".join("---:" for _ in KINDS) + " |", *lines, "", *summary]
+
+
 def _table(what: str, body: list[str]) -> list[str]:
     head = " | ".join(f"{what} {lo:.1f}-{min(hi, 1.0):.1f}" for lo, hi in zip(BINS[:-1], BINS[1:]))
     return [f"| point | kind | mean {what} | {head} | a |",
@@ -136,7 +163,10 @@ def main(argv=None) -> int:
         text += "\n".join(["", "", f"The same tiles against the share of their mainloop with more than the profile's "
                            f"load gate, {gate.threshold_bytes / 1024:.0f} KiB, in the rebuilt X-Stage ({gate.scope} "
                            f"scope); a: local / host = 1 - a x share above", "",
-                           *_table("above", report(arrays, rate, gate.threshold_bytes))])
+                           *_table("above", report(arrays, rate, gate.threshold_bytes)), "",
+                           "Tiles whose mainloop never saw the stage above the gate: mean host / local mainloop (points "
+                           "with 20 such tiles of a kind or more)", "",
+                           *never_above(arrays, rate, gate.threshold_bytes)])
     text += "\n"
     print(text, end="")
     atomic_write(ROOT / "benchmarks" / "results" / f"{args.name}_{args.platform}.txt", text)

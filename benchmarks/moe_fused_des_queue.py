@@ -43,7 +43,7 @@ def wait_line(key: str, arrays: dict) -> str | None:
     return f"| {key.replace('|', ' | ')} | {cell(h1, c1)} | {cell(h2, c2)} |"
 
 
-def point(key: str, arrays: dict, platform, measured: dict, mainloops: list) -> list[str]:
+def point(key: str, arrays: dict, platform, measured: dict, mainloops: list) -> list[tuple[str, dict]]:
     """One traced point's rows: the rebuilt queue, then the DES in each gate mode."""
     from xsim.report import moe as report
     from xsim.report.moe_traces import simulate_traced
@@ -71,8 +71,44 @@ def point(key: str, arrays: dict, platform, measured: dict, mainloops: list) -> 
         rows.append(("DES, no link" if mode == "no link" else f"DES, gate {mode}",
                      {"span_us": result.makespan_us, "dep": dep} if mode == "no link"
                      else simulated(result, gate, l2) | {"dep": dep}))
+    return rows
+
+
+def lines(key: str, rows: list[tuple[str, dict]]) -> list[str]:
+    name, label = key.split("|")
     return [f"| {name} | {label} | {who} | {r['span_us']:.0f} | " + " | ".join(
         "-" if k not in r else f.format(r[k] / div) for k, f, div in COLUMNS) + " |" for who, r in rows]
+
+
+def summary(points: dict) -> list[str]:
+    """Over every traced point, each gate mode's DES against the rebuilt stage; then per config traced in both
+    schedules, the speedup (wave span / interleaved span) rebuilt and simulated on the very tables."""
+    out = ["| DES | points | span error mean / mean abs / max abs | above-gate share minus rebuilt: mean / mean abs "
+           "| q mean / rebuilt (rebuilt > 20 KiB): median, range | q max / rebuilt: median |",
+           "| --- | ---: | --- | --- | --- | --- |"]
+    for mode in MODES:
+        got = [(dict(rows)["rebuilt"], dict(rows)[f"DES, gate {mode}"]) for rows in points.values()]
+        span = np.array([d["span_us"] / b["span_us"] - 1 for b, d in got])
+        above = np.array([d["above"] - b["above"] for b, d in got])
+        q = np.array([d["q_mean"] / b["q_mean"] for b, d in got if b["q_mean"] > 20 * 1024])
+        qmax = np.array([d["q_max"] / b["q_max"] for b, d in got if b["q_max"] > 0])
+        q_cell = f"{np.median(q):.2f}, {q.min():.2f}-{q.max():.2f}" if q.size else "-"
+        out.append(f"| gate {mode} | {len(got)} | {span.mean():+.3f} / {np.abs(span).mean():.3f} / "
+                   f"{np.abs(span).max():.3f} | {above.mean():+.3f} / {np.abs(above).mean():.3f} | {q_cell} | "
+                   f"{np.median(qmax) if qmax.size else float('nan'):.2f} |")
+    out += ["", "| config | speedup, rebuilt spans | DES gate start (minus rebuilt) | DES gate stall (minus rebuilt) |",
+            "| --- | ---: | ---: | ---: |"]
+    configs = sorted({k.split("|")[0] for k in points})
+    for config in configs:
+        both = {("wave" if k.endswith("|wave") else "int"): dict(v) for k, v in points.items()
+                if k.split("|")[0] == config}
+        if set(both) != {"wave", "int"}:
+            continue
+        speed = {who: both["wave"][who]["span_us"] / both["int"][who]["span_us"]
+                 for who in ("rebuilt", *(f"DES, gate {m}" for m in MODES))}
+        out.append(f"| {config} | {speed['rebuilt']:.3f} | " + " | ".join(
+            f"{speed[f'DES, gate {m}']:.3f} ({speed[f'DES, gate {m}'] - speed['rebuilt']:+.3f})" for m in MODES) + " |")
+    return out
 
 
 def main(argv=None) -> int:
@@ -93,8 +129,9 @@ def main(argv=None) -> int:
             raise ValueError(f"no shipped records for {args.platform}")
         measured, mainloops = report._measured(rs.select("moe", "kernel")), [r.data for r in rs.select("moe", "mainloop")]
         keys = host_points(arrays)
-        body = [line for key in keys if key.split("|")[0] in measured
-                for line in point(key, arrays, platform, measured, mainloops)]
+        points = {key: point(key, arrays, platform, measured, mainloops) for key in keys
+                  if key.split("|")[0] in measured}
+        body = [line for key, rows in points.items() for line in lines(key, rows)]
         pre = [line for key in keys if (line := wait_line(key, arrays))]
     except (ProfileError, OSError, ValueError) as e:
         print(f"moe_fused_des_queue: {e}", file=sys.stderr)
@@ -117,7 +154,9 @@ def main(argv=None) -> int:
         "", "Waits before a mainloop, host / local (us): an L1 tile's start to its mainloop (small loads); an L2 "
         "tile's wait after its m-block's last L1 tile ended (the l2_full poll once its dependency is met)", "",
         "| config | schedule | L1 pre median | L1 pre p90 | L2 after release median | L2 after release p90 |",
-        "| --- | --- | ---: | ---: | ---: | ---: |", *pre]) + "\n"
+        "| --- | --- | ---: | ---: | ---: | ---: |", *pre,
+        "", "Over every traced point: the DES's stage against the rebuilt one, and the speedups on the very tables "
+        "(spans from the first tile's start to the last tile's end; one spread seed)", "", *summary(points)]) + "\n"
     print(text, end="")
     atomic_write(ROOT / "benchmarks" / "results" / f"moe_fused_des_queue_{args.platform}.txt", text)
     return 0

@@ -94,3 +94,5 @@ def test_the_shipped_traces_make_the_table(tmp_path, monkeypatch, capsys):
     assert mbt.main([str(shipped)]) == 0
     out = capsys.readouterr().out
     assert "| probe-h1408-e16-t1024 own-12 | L2 |" in out and "700ac67" in out
+    never = out.split("never saw the stage above the gate")[1]
+    assert "| probe-h1408-e16-t1024 own-12 |" in never and "median" in never.splitlines()[-1]

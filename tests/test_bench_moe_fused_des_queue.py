@@ -33,6 +33,10 @@ def test_the_des_runs_the_traced_table_beside_the_rebuilt_queue(tmp_path, monkey
     assert all(3000 < s < 6000 for s in spans)          # a 4 ms layer, measured and simulated
     assert all(0.0 <= float(r[5]) <= 1.0 for r in rows[:3]) and rows[3][4:9] == ["-"] * 5
     assert all(float(r[9].rstrip(" |")) >= 0 for r in rows)      # the L2 tiles' dependency wait per program
+    summary = [line.split(" | ") for line in out.splitlines() if line.startswith("| gate ")]
+    assert [r[0] for r in summary] == ["| gate start", "| gate stall"] and all(r[1] == "1" for r in summary)
+    span_err = float(summary[0][2].split(" / ")[0])
+    assert abs(span_err - (spans[1] / spans[0] - 1)) < 2e-3     # the summary is the table's own numbers
     assert (tmp_path / "benchmarks" / "results" / "moe_fused_des_queue_h100-pcie-host.txt").read_text() == out
 
 
