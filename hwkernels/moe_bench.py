@@ -2,7 +2,8 @@
 
     python -m hwkernels.moe_bench --out RECORDS.jsonl --target host [--configs A,B|x.toml]
            [--trials 20] [--phases kernel,signal,gemm,mainloop] [--tune] [--suite full|quick]
-           [--combine host|local] [--lead scenario|default|candidates|N,...] [--traces T.npz]
+           [--combine host|local] [--combine-hint cs|evict_first] [--lead scenario|default|candidates|N,...]
+           [--traces T.npz]
 
 kernel (kind "kernel"): for each config and both schedules (order rotated per config), the
 destination is poisoned (NaN), the kernel runs, the Combine output is checked against the
@@ -21,6 +22,9 @@ one per config x schedule x tile kind) of the fused kernel's own per-tile times:
 mainloop, and for L1 its fixed costs (wait before the mainloop, nothing to wait for; the
 activation store; the release), for L2 the local Combine store. These carry no link
 information: xsim.moe.compute_fit prefers them over the GEMM-only records.
+--combine-hint: the Combine stores with an L2 hint (KernelConfig.combine_hint: evict_first, or cs for
+st.global.cs; records carry params.combine_hint), to tell what the local control's Combine into device
+memory costs the mainloops beside it.
 --lead: the interleaved table at each listed lead (records carry it): scenario (default; the
 config's own, the shipped one-GPU scenarios' pick of the what-if tool), default (ceil(2 D_knee)),
 candidates (every lead the pick chose among), N rows; the wave table once per config.
@@ -84,6 +88,8 @@ def parse_args(argv=None):
     ap.add_argument("--settings", default="", help="use the settings of a --tune-out file")
     ap.add_argument("--combine", choices=("host", "local"), default="host",
                     help="local: Combine into device memory (the no-link control)")
+    ap.add_argument("--combine-hint", default="", choices=moe.COMBINE_HINTS,
+                    help="the Combine stores' L2 hint (KernelConfig.combine_hint; records carry it)")
     ap.add_argument("--lead", default="scenario",
                     help="interleaved leads: scenario, default, candidates or rows, comma-separated")
     ap.add_argument("--budget-s", type=float, default=0.0,
@@ -355,6 +361,7 @@ def main(argv=None):
         b.settings.update(read_settings(args.settings))
     if args.tune:
         tune(b, configs)
+    b.settings = {p: replace(kc, combine_hint=args.combine_hint) for p, kc in b.settings.items()}
     print("settings:", {k: b.cfg_params(k) for k in b.settings}, flush=True)
     if args.tune_out:
         write_settings(args.tune_out, b.settings)

@@ -189,3 +189,18 @@ def test_traces_keep_each_kernel_point_s_stamps_and_table(cpu_runner, tmp_path, 
     with pytest.raises(SystemExit):                    # never over an existing file
         moe_bench.main(["--out", str(tmp_path / "r.jsonl"), "--traces", str(path)])
     assert "exists" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("hint", ["cs", "evict_first"])
+def test_a_hinted_combine_runs_checked_and_says_so_in_its_records(cpu_runner, tmp_path, hint):
+    out = tmp_path / "r.jsonl"
+    assert moe_bench.main(["--out", str(out), "--trials", "1", "--phases", "kernel", "--combine", "local",
+                           "--combine-hint", hint]) == 0
+    recs = [json.loads(line) for line in out.read_text().splitlines()]
+    assert recs and all(r["check"]["ok"] and r["params"]["combine_hint"] == hint for r in recs)
+
+
+def test_an_unknown_combine_hint_is_refused(cpu_runner, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        moe_bench.main(["--out", str(tmp_path / "r.jsonl"), "--combine-hint", "nt"])
+    assert exc.value.code == 2 and "--combine-hint" in capsys.readouterr().err
