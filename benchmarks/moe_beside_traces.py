@@ -76,15 +76,17 @@ def slope(share: np.ndarray, speed: np.ndarray) -> float:
     return float(np.sum(share * (1.0 - speed)) / den) if den > 0 else float("nan")
 
 
+def paired(npz: dict, rate: float, above: float | None = None):
+    """(point, :func:`point_rows`) for every point with both a host and a local run, in name order."""
+    for point in sorted({k.rsplit("|", 2)[0] for k in npz if k.endswith("|host|stamps")}):
+        if f"{point}|local|stamps" in npz:
+            yield point, point_rows(npz[f"{point}|host|stamps"], npz[f"{point}|local|stamps"], npz[f"{point}|tiles"],
+                                    npz[f"{point}|store_bytes"], rate, above)
+
+
 def report(npz: dict, rate: float, above: float | None = None) -> list[str]:
-    keys = sorted({k.rsplit("|", 1)[0] for k in npz if k.endswith("|host|stamps")})
     lines = []
-    for key in keys:
-        point = key.rsplit("|", 1)[0]
-        if f"{point}|local|stamps" not in npz:
-            continue
-        rows = point_rows(npz[f"{key}|stamps"], npz[f"{point}|local|stamps"], npz[f"{point}|tiles"],
-                          npz[f"{point}|store_bytes"], rate, above)
+    for point, rows in paired(npz, rate, above):
         for name, (share, speed) in rows.items():
             if not len(share):
                 continue
@@ -101,14 +103,8 @@ def never_above(npz: dict, rate: float, gate: float, least: int = 20) -> list[st
     """Per point: host / local mainloop of the tiles whose mainloop never saw the rebuilt stage above ``gate`` (at
     least ``least`` of a kind), then per kind the median and range over the points: the link's cost with the gate
     out of the way."""
-    keys = sorted({k.rsplit("|", 1)[0] for k in npz if k.endswith("|host|stamps")})
     lines, per_kind = [], {name: [] for _, name in KINDS}
-    for key in keys:
-        point = key.rsplit("|", 1)[0]
-        if f"{point}|local|stamps" not in npz:
-            continue
-        rows = point_rows(npz[f"{key}|stamps"], npz[f"{point}|local|stamps"], npz[f"{point}|tiles"],
-                          npz[f"{point}|store_bytes"], rate, gate)
+    for point, rows in paired(npz, rate, gate):
         cells = []
         for name, (share, speed) in rows.items():
             sel = share == 0
