@@ -78,7 +78,8 @@ def slope(share: np.ndarray, speed: np.ndarray) -> float:
 
 def paired(npz: dict, rate: float, above: float | None = None):
     """(point, :func:`point_rows`) for every point with both a host and a local run, in name order."""
-    for point in sorted({k.rsplit("|", 2)[0] for k in npz if k.endswith("|host|stamps")}):
+    for host in sorted(k.removesuffix("|stamps") for k in npz if k.endswith("|host|stamps")):
+        point = host.removesuffix("|host")
         if f"{point}|local|stamps" in npz:
             yield point, point_rows(npz[f"{point}|host|stamps"], npz[f"{point}|local|stamps"], npz[f"{point}|tiles"],
                                     npz[f"{point}|store_bytes"], rate, above)

@@ -30,13 +30,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from provenance import commit_note  # noqa: E402  benchmarks/ is the script's folder
 
 from calibration.power import moe_clock_law_for  # noqa: E402
-from calibration.records import SUFFIXES, RecordError, load_records, record_stem  # noqa: E402
+from calibration.records import RecordError, load_records, record_stem, shipped_repeat_files  # noqa: E402
 from xsim.fileio import atomic_write  # noqa: E402
 from xsim.platform import ProfileError, resolve_platform  # noqa: E402
 from xsim.report import moe  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-REPEATS = ROOT / "calibration" / "records" / "repeats"
 PLATFORM = "h200-pcie-host"
 
 
@@ -45,8 +44,7 @@ def outputs(platform: str, level: str = "records", law: Path | None = None) -> t
     stem = "moe_clock_law" if platform == PLATFORM else f"moe_clock_law_{platform}"
     stem = stem if level == "records" else f"{stem}_{level}"
     name = f"{stem}.txt" if law is None else f"{stem}_law-{record_stem(law.name)}.txt"
-    runs = sorted(p for p in REPEATS.glob(f"{platform}-moe-kernels-steady-*") if p.name.endswith(SUFFIXES))
-    return runs, ROOT / "benchmarks" / "results" / name
+    return shipped_repeat_files(platform, "moe-kernels-steady"), ROOT / "benchmarks" / "results" / name
 
 
 def _pair(values) -> str:

@@ -204,8 +204,7 @@ def run_config(cfg, args, commit, dirty, plat, device, sms, traces=None) -> list
     from . import moe, moe_reference, records
     from .harness import measure
     from .moe_bench import SETTINGS
-    from .moe_bench_io import kernel_params
-    from .moe_bench_io import host_out, local_out
+    from .moe_bench_io import host_out, kernel_params, local_out
     from .moe_gemm import _events_us
 
     s = cfg.shape

@@ -17,7 +17,6 @@ import numpy as np
 from xsim.moe.trace_pack import unpacked
 
 DT_NS = 100.0
-PROGRAM_STAMPS = 6
 
 
 def merged(files) -> dict:
