@@ -1,5 +1,5 @@
 """What the local-Combine control's stores into device memory cost the mainloops beside them: the fused MoE kernel on
-layers whose link is quiet, over the host link, locally, locally with the Combine hinted out of the L2, and locally
+the eighteen catalog layers, over the host link, locally, locally with the Combine hinted out of the L2, and locally
 again (``hwkernels/run_moe_beside_device.sh hints``; ``hwkernels.moe_bench --combine-hint``).
 
 The traces of all eighteen catalog layers (docs/moe.md, "All eighteen layers traced") found that tiles the gate

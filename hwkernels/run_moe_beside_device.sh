@@ -12,9 +12,9 @@
 #       locally, then three catalog layers beside host stores (<= 520 s)
 #   ... run_moe_beside_device.sh fused-traces rest: the other twelve catalog layers' fused kernels traced the
 #       same way, nothing beside (<= 420 s)
-#   ... run_moe_beside_device.sh hints: seven layers whose link is quiet, over the host link, locally, locally
-#       with the Combine hinted cs and evict_first, locally again: what the local control's Combine into device
-#       memory costs the mainloops (docs/moe.md, "All eighteen layers traced", Next 1; <= 400 s)
+#   ... run_moe_beside_device.sh hints: the eighteen catalog layers (20 trials) over the host link, locally,
+#       locally with the Combine hinted cs and evict_first, locally again: what the local control's Combine into
+#       device memory costs the mainloops (docs/moe.md, "All eighteen layers traced", Next 1; <= 510 s)
 set -u
 : "${OUT:?OUT must name the output folder}" "${XSTAGE_COMMIT:?XSTAGE_COMMIT must be the commit measured}"
 export PYTHONPATH=$PWD NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 XSTAGE_COMMIT PYTHONUNBUFFERED=1
@@ -53,14 +53,11 @@ if [ "${1:-}" = fused-traces ]; then   # the fused kernel's own per-tile stamps 
   echo "beside catalog rc $?"; grep "^|" "$OUT/logs/beside-traces-catalog.log" | tail -n 12
   exit 0
 fi
-if [ "${1:-}" = hints ]; then
-  c=moe1-dsv4-flash-bf16-balanced-1024,moe1-dsv4-flash-bf16-hot-1024,moe1-glm-5.2-fp8-balanced-1024
-  c=$c,moe1-qwen3.5-bf16-zipf-1024,moe1-mimo-v2.5-fp8-hot-1024,moe1-hy3-bf16-balanced-1024
-  c=$c,moe1-hunyuan-large-bf16-balanced-1024
+if [ "${1:-}" = hints ]; then   # the whole catalog, so that a hinted local run can also serve as compute records
   for run in host local local:cs local:evict_first local; do
     dest=${run%%:*} hint=${run#*:}; [ "$hint" = "$run" ] && hint=""
-    timeout 75 python3 -m hwkernels.moe_bench --out "$OUT/hints.jsonl" --combine $dest --combine-hint "$hint" \
-      --configs "$c" --trials 10 --phases kernel >> "$OUT/logs/hints.log" 2>&1
+    timeout $([ $dest = host ] && echo 150 || echo 90) python3 -m hwkernels.moe_bench --out "$OUT/hints.jsonl" \
+      --combine $dest --combine-hint "$hint" --trials 20 --phases kernel >> "$OUT/logs/hints.log" 2>&1
     echo "$run rc $?"
   done
   grep "^kernel" "$OUT/logs/hints.log"
