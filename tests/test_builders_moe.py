@@ -100,6 +100,26 @@ def test_spread_seeds_average_the_kernel_time_over_seeds(capsys):
     assert code == 2 and err.count("\n") == 1
 
 
+def test_both_schedules_share_each_seeds_config_and_match_one_schedule_runs(capsys, monkeypatch):
+    """Under compute = contention a Config runs every schedule's table in its pre-pass: the schedules of
+    one seed share it (one Config per seed), and each schedule's seeds are what a run of it alone gives."""
+    from xsim.builders import moe as builder
+
+    made = []
+    real = builder.Config.__init__
+    monkeypatch.setattr(builder.Config, "__init__", lambda self, *a, **k: (made.append(1), real(self, *a, **k))[1])
+    base = ["simulate", "moe1-qwen3-30b-fp8-balanced-4096", "--engine", "fast", "--platform", "h200-pcie-host",
+            "--set", "compute=contention", "--set", "spread_seeds=3", "--json"]   # the pre-pass needs a measured shape
+    code, out, _ = run(capsys, *base, "--set", "schedule=both")
+    assert code == 0
+    both, made_both = json.loads(out), len(made)
+    for schedule in ("wave", "interleaved"):
+        made.clear()
+        code, out, _ = run(capsys, *base, "--set", f"schedule={schedule}")
+        assert code == 0 and len(made) == made_both      # two schedules make no more Configs than one
+        assert both[schedule]["kernel_us_per_seed"] == json.loads(out)["kernel_us_per_seed"]
+
+
 def test_mainloop_pool_schedule_gives_each_schedule_its_measured_mainloops(capsys):
     base = ["simulate", "moe1-qwen3.5-bf16-zipf-1024", "--engine", "fast", "--platform", "h200-pcie-host", "--json",
             "--set", "mainloop_cv=0"]

@@ -286,12 +286,13 @@ def simulate(params: dict, platform: Platform, engine: str = "fast", trace: bool
         cfg.t_l2_us, cfg.t_l1_us = mainloops_us
     schedules = ("wave", "interleaved") if params["schedule"] == "both" else (params["schedule"],)
     out, result, local = {}, None, {}
+    seeded: dict = {}   # spread seed -> its Config, shared by the schedules (its tables and pre-pass once)
     for schedule in schedules:
         table = cfg.table(schedule)
         result = run(cfg.workload(schedule, table), engine=engine, trace=trace)
         out[schedule] = metrics.summarize(result, params["kernel_overhead_us"])
         if params["spread_seeds"] > 1:
-            _average_seeds(out[schedule], params, platform, engine, mainloop_records, mainloops_us, schedule)
+            _average_seeds(out[schedule], params, platform, engine, mainloop_records, mainloops_us, schedule, seeded)
         if len(schedules) > 1:
             local[schedule] = cfg.locality(table, result)
     summary = _header(cfg)
@@ -304,14 +305,18 @@ def simulate(params: dict, platform: Platform, engine: str = "fast", trace: bool
 
 
 def _average_seeds(summary: dict, params: dict, platform: Platform, engine: str, mainloop_records,
-                   mainloops_us, schedule: str) -> None:
+                   mainloops_us, schedule: str, seeded: dict) -> None:
     """``spread_seeds`` > 1: the schedule's kernel time is the mean over that many spread seeds
-    (the first seed's run gives the distributions); each seed's time in ``kernel_us_per_seed``."""
+    (the first seed's run gives the distributions); each seed's time in ``kernel_us_per_seed``.
+    ``seeded``: each seed's Config, made by the first schedule that asks (a Config runs every
+    schedule's table in its contention pre-pass, so the other schedule reuses it as it is)."""
     from xsim.des import simulate as run
 
     times = [summary["kernel_us"]]
     for seed in range(params["spread_seed"] + 1, params["spread_seed"] + params["spread_seeds"]):
-        cfg = Config({**params, "spread_seed": seed}, platform, mainloop_records)
+        if seed not in seeded:
+            seeded[seed] = Config({**params, "spread_seed": seed}, platform, mainloop_records)
+        cfg = seeded[seed]
         if mainloops_us is not None:
             cfg.t_l2_us, cfg.t_l1_us = mainloops_us
         result = run(cfg.workload(schedule), engine=engine, trace=False)

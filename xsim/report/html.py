@@ -10,6 +10,7 @@ either the PNGs are skipped and the reason is returned, never an error.
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 from pathlib import Path
@@ -44,6 +45,12 @@ def table(header: list[str], rows: list[list]) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
+@functools.lru_cache(maxsize=1)
+def _kaleido_scope(scope_class, plotly_js: Path):
+    """One kaleido 0.2 scope per process: each new scope starts its own Chromium (about 1.5 s a PNG)."""
+    return scope_class(plotlyjs=str(plotly_js))
+
+
 def _png_bytes(fig: go.Figure) -> bytes:
     try:
         return fig.to_image(format="png", width=900, height=560)
@@ -53,9 +60,7 @@ def _png_bytes(fig: go.Figure) -> bytes:
             from kaleido.scopes.plotly import PlotlyScope
         except ImportError:
             raise RuntimeError(f"no PNG renderer ({first.__class__.__name__}: {str(first).splitlines()[0]})") from None
-        js = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-        scope = PlotlyScope(plotlyjs=str(js))
-        return scope.transform(json.loads(fig.to_json()), format="png", width=900, height=560)
+        return _kaleido_scope(PlotlyScope, Path(plotly.__file__).parent / "package_data" / "plotly.min.js").transform(json.loads(fig.to_json()), format="png", width=900, height=560)
 
 
 def write_pngs(figures: dict[str, go.Figure], folder: Path, stem: str) -> tuple[list[str], str | None]:
