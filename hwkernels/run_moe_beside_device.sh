@@ -14,7 +14,7 @@
 #       same way, nothing beside (<= 420 s)
 #   ... run_moe_beside_device.sh hints: the eighteen catalog layers (20 trials) over the host link, locally,
 #       locally with the Combine hinted cs and evict_first, locally again: what the local control's Combine into
-#       device memory costs the mainloops (docs/moe.md, "All eighteen layers traced", Next 1; <= 420 s)
+#       device memory costs the mainloops (docs/moe.md, "All eighteen layers traced", Next 1; <= 320 s)
 set -u
 : "${OUT:?OUT must name the output folder}" "${XSTAGE_COMMIT:?XSTAGE_COMMIT must be the commit measured}"
 export PYTHONPATH=$PWD NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 XSTAGE_COMMIT PYTHONUNBUFFERED=1
@@ -56,7 +56,7 @@ fi
 if [ "${1:-}" = hints ]; then   # the whole catalog, so that a hinted local run can also serve as compute records
   for run in host local local:cs local:evict_first local; do
     dest=${run%%:*} hint=${run#*:}; [ "$hint" = "$run" ] && hint=""
-    timeout $([ $dest = host ] && echo 120 || echo 75) python3 -m hwkernels.moe_bench --out "$OUT/hints.jsonl" \
+    timeout $([ $dest = host ] && echo 100 || echo 55) python3 -m hwkernels.moe_bench --out "$OUT/hints.jsonl" \
       --combine $dest --combine-hint "$hint" --trials 20 --phases kernel >> "$OUT/logs/hints.log" 2>&1
     echo "$run rc $?"
   done
