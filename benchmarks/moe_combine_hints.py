@@ -31,6 +31,11 @@ from calibration.records import RecordError, load_records  # noqa: E402
 from xsim.fileio import atomic_write  # noqa: E402
 
 RUNS = ("host", "local", "local@cs", "local@evict_first", "local, again")
+# the layers whose link is quiet (their traced stage above the gate under 0.1 of the L2 mainloops: docs/moe.md,
+# "All eighteen layers traced"): there the host run's mainloops are the link-free baseline
+QUIET = ("moe1-dsv4-flash-bf16-balanced-1024", "moe1-dsv4-flash-bf16-hot-1024", "moe1-glm-5.2-fp8-balanced-1024",
+         "moe1-qwen3.5-bf16-zipf-1024", "moe1-mimo-v2.5-fp8-hot-1024", "moe1-hy3-bf16-balanced-1024",
+         "moe1-hunyuan-large-bf16-balanced-1024")
 STATS = ("l1_mainloop_us", "l2_mainloop_us", "run_clock_mhz", "kernel_us")
 
 
@@ -52,13 +57,13 @@ def runs(rs) -> dict:
     return out
 
 
-def table(points: dict) -> tuple[list[str], dict]:
+def table(points: dict, only=None) -> tuple[list[str], dict]:
     lines = ["| config | schedule | " + " | ".join(f"{run}: L1 / L2" for run in RUNS if run != "local")
              + " | MHz " + " / ".join(RUNS) + " |",
              "| --- | --- | " + " | ".join("---:" for run in RUNS if run != "local") + " | --- |"]
     ratios: dict = {run: {"l1": [], "l2": []} for run in RUNS if run != "local"}
     for (config, schedule), got in sorted(points.items()):
-        if not {"local", "local, again"} <= set(got):
+        if not {"local", "local, again"} <= set(got) or (only is not None and config not in only):
             continue
         base = {k: np.mean([got["local"][f"{k}_mainloop_us"], got["local, again"][f"{k}_mainloop_us"]])
                 for k in ("l1", "l2")}
@@ -75,6 +80,13 @@ def table(points: dict) -> tuple[list[str], dict]:
                          for run in RUNS)
         lines.append(f"| {config} | {schedule} | " + " | ".join(cells) + f" | {mhz} |")
     return lines, ratios
+
+
+def summary(ratios: dict) -> list[str]:
+    """Per run: the median (range) of its L1 and L2 ratios."""
+    return [f"{run}: L1 median {np.median(v['l1']):.3f} ({min(v['l1']):.3f}-{max(v['l1']):.3f}), "
+            f"L2 median {np.median(v['l2']):.3f} ({min(v['l2']):.3f}-{max(v['l2']):.3f}) over {len(v['l2'])}"
+            for run, v in ratios.items() if v["l2"]]
 
 
 def main(argv=None) -> int:
@@ -96,15 +108,14 @@ def main(argv=None) -> int:
     if not re.fullmatch(r"[\w.-]+", platform):
         print(f"moe_combine_hints: --platform {platform!r}: letters, digits, '.', '_' and '-' only", file=sys.stderr)
         return 2
-    summary = [f"{run}: L1 median {np.median(v['l1']):.3f} ({min(v['l1']):.3f}-{max(v['l1']):.3f}), "
-               f"L2 median {np.median(v['l2']):.3f} ({min(v['l2']):.3f}-{max(v['l2']):.3f}) over {len(v['l2'])}"
-               for run, v in ratios.items() if v["l2"]]
+    quiet = table(runs(rs), QUIET)[1]
     text = "\n".join([
         f"The Combine's destination and the mainloops beside it, {platform} ({rs.platform.get('gpu', '?')}; records "
         f"{args.records.name}, commits {', '.join(sorted({str(r.data.get('commit')) for r in rs.records}))}); "
         f"{commit_note()}",
         "per config and schedule: median L1 / L2 mainloop of each run over the mean of the two plain local runs; "
-        "the runs' SM clocks", "", *lines, "", *summary]) + "\n"
+        "the runs' SM clocks", "", *lines, "", "every config:", *summary(ratios),
+        "", "the quiet-link layers (QUIET):", *summary(quiet)]) + "\n"
     print(text, end="")
     atomic_write(args.out / f"moe_combine_hints_{platform}.txt", text)
     return 0

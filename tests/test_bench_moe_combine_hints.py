@@ -44,6 +44,8 @@ def test_each_run_over_the_plain_local_runs(tmp_path, capsys):
     expected = host["stats"]["l2_mainloop_us"]["median"] / (1.01 * local["stats"]["l2_mainloop_us"]["median"])
     assert row[2].split(" / ")[1] == f"{expected:.3f}"
     assert (tmp_path / "moe_combine_hints_h100-pcie-host.txt").read_text() == out
+    quiet = out.split("the quiet-link layers (QUIET):")[1]             # qwen3.5 is one: the same summary again
+    assert CONFIG in mch.QUIET and "local@cs: L1 median 0.960 (0.960-0.960), L2 median 0.960" in quiet
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
