@@ -54,7 +54,7 @@ if [ "${1:-}" = fused-traces ]; then   # the fused kernel's own per-tile stamps 
   exit 0
 fi
 if [ "${1:-}" = hints ]; then   # the whole catalog, so that a hinted local run can also serve as compute records
-  for run in host local local:cs local:evict_first local; do
+  for run in ${HINT_RUNS:-host local local:cs local:evict_first local}; do   # HINT_RUNS: fewer, where time is short
     dest=${run%%:*} hint=${run#*:}; [ "$hint" = "$run" ] && hint=""
     timeout $([ $dest = host ] && echo 100 || echo 55) python3 -m hwkernels.moe_bench --out "$OUT/hints.jsonl" \
       --combine $dest --combine-hint "$hint" --trials 20 --phases kernel >> "$OUT/logs/hints.log" 2>&1
