@@ -301,3 +301,25 @@ def test_hbm_fraction_carries_the_bandwidth_to_each_gpus_roofline_figure(name, r
                           ({"hbm_fraction": 0.5, "hbm_tbps": 2.0}, 2.0)):
         cfg = builder.Config(params(compute="contention", **given), platform, records)
         assert builder.prepass(cfg).hbm_tbps == pytest.approx(expect)
+
+
+def test_a_local_run_reuses_the_host_runs_configs_and_matches_a_fresh_one(monkeypatch):
+    """builder.simulate(configs=...): the local run (without_link) takes the host run's Configs, pre-pass and
+    residual spread included, and gives what a run of its own gives."""
+    platform = shipped_platforms()["h200-pcie-host"]
+    records = [gemm_only("l1", 20.0), gemm_only("l2", 10.0), fused("l1", 30.0, 0.3), fused("l2", 12.0, 0.3)]
+    p = params(compute="contention", hbm_tbps=0.02, routing="hot", skew=0.5, contention_anchor="ratio",
+               contention_spread="work", contention_cv="residual", schedule="both", spread_seeds=2)
+    local = builder.without_link(platform)
+    fresh = builder.simulate(p, local, "fast", trace=False, mainloop_records=records)[1]
+    configs: dict = {}
+    builder.simulate(p, platform, "fast", trace=False, mainloop_records=records, configs=configs)
+    assert sorted(configs) == [0, 1]
+    made = []
+    real = builder.Config.__init__
+    monkeypatch.setattr(builder.Config, "__init__", lambda self, *a, **k: (made.append(1), real(self, *a, **k))[1])
+    reused = builder.simulate(p, local, "fast", trace=False, mainloop_records=records, configs=configs)[1]
+    assert not made
+    for schedule in ("wave", "interleaved"):
+        assert reused[schedule]["kernel_us_per_seed"] == fresh[schedule]["kernel_us_per_seed"]
+    assert reused["mainloop_cv"] == fresh["mainloop_cv"]

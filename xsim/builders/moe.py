@@ -10,6 +10,8 @@ closed forms (eqs. 12-16) for the same config.
 
 from __future__ import annotations
 
+import copy
+
 from dataclasses import replace
 
 import numpy as np
@@ -274,25 +276,30 @@ def build(params: dict, platform: Platform):
 
 
 def simulate(params: dict, platform: Platform, engine: str = "fast", trace: bool = True,
-             mainloop_records: list[dict] | None = None, mainloops_us: tuple[float, float] | None = None):
+             mainloop_records: list[dict] | None = None, mainloops_us: tuple[float, float] | None = None,
+             configs: dict | None = None):
     """Run the requested schedule(s): (the last result, its summary with both schedules).
 
     ``mainloops_us`` (T_L2, T_L1) replaces the compute model's times (e.g. measured ones).
+    ``configs``: spread seed -> Config, filled by a first call and reused by a second one with the same
+    params on a platform that differs only in its link (:func:`without_link`): the tables, compute
+    model and contention pre-pass (a local run, link-free) are the first call's, the link this call's.
     """
     from xsim.des import simulate as run
 
-    cfg = Config(params, platform, mainloop_records)
+    seeded: dict = {}   # spread seed -> its Config, shared by the schedules (its tables and pre-pass once)
+    cfg = _config(params, platform, mainloop_records, params["spread_seed"], configs)
     if mainloops_us is not None:
         cfg.t_l2_us, cfg.t_l1_us = mainloops_us
     schedules = ("wave", "interleaved") if params["schedule"] == "both" else (params["schedule"],)
     out, result, local = {}, None, {}
-    seeded: dict = {}   # spread seed -> its Config, shared by the schedules (its tables and pre-pass once)
     for schedule in schedules:
         table = cfg.table(schedule)
         result = run(cfg.workload(schedule, table), engine=engine, trace=trace)
         out[schedule] = metrics.summarize(result, params["kernel_overhead_us"])
         if params["spread_seeds"] > 1:
-            _average_seeds(out[schedule], params, platform, engine, mainloop_records, mainloops_us, schedule, seeded)
+            _average_seeds(out[schedule], params, platform, engine, mainloop_records, mainloops_us, schedule, seeded,
+                           configs)
         if len(schedules) > 1:
             local[schedule] = cfg.locality(table, result)
     summary = _header(cfg)
@@ -304,8 +311,21 @@ def simulate(params: dict, platform: Platform, engine: str = "fast", trace: bool
     return result, summary
 
 
+def _config(params: dict, platform: Platform, mainloop_records, seed: int, configs: dict | None) -> Config:
+    """The Config of one spread seed: a copy of ``configs[seed]`` on this platform's link where an earlier
+    call made it (its pre-pass has run: nothing of it is recomputed), else a new one, kept in ``configs``."""
+    if configs is not None and seed in configs:
+        cfg = copy.copy(configs[seed])
+        cfg.platform = _scaled_link(platform, params["combine_rate_scale"])
+        return cfg
+    cfg = Config({**params, "spread_seed": seed}, platform, mainloop_records)
+    if configs is not None:
+        configs[seed] = cfg
+    return cfg
+
+
 def _average_seeds(summary: dict, params: dict, platform: Platform, engine: str, mainloop_records,
-                   mainloops_us, schedule: str, seeded: dict) -> None:
+                   mainloops_us, schedule: str, seeded: dict, configs: dict | None = None) -> None:
     """``spread_seeds`` > 1: the schedule's kernel time is the mean over that many spread seeds
     (the first seed's run gives the distributions); each seed's time in ``kernel_us_per_seed``.
     ``seeded``: each seed's Config, made by the first schedule that asks (a Config runs every
@@ -315,7 +335,7 @@ def _average_seeds(summary: dict, params: dict, platform: Platform, engine: str,
     times = [summary["kernel_us"]]
     for seed in range(params["spread_seed"] + 1, params["spread_seed"] + params["spread_seeds"]):
         if seed not in seeded:
-            seeded[seed] = Config({**params, "spread_seed": seed}, platform, mainloop_records)
+            seeded[seed] = _config(params, platform, mainloop_records, seed, configs)
         cfg = seeded[seed]
         if mainloops_us is not None:
             cfg.t_l2_us, cfg.t_l1_us = mainloops_us

@@ -212,13 +212,15 @@ def build(rs, platform: Platform, des: bool = True, paper_des: bool = False,
                         params=params)
         row.closed_form = builder.predict(params, platform, mainloops or None)
         if des:
-            _, row.predicted = builder.simulate(params, platform, engine, trace=False, mainloop_records=mainloops or None)
+            configs: dict = {}   # the host run's Configs, reused by the local run (the same tables and pre-pass)
+            _, row.predicted = builder.simulate(params, platform, engine, trace=False, mainloop_records=mainloops or None,
+                                                configs=configs)
             if clock_law is not None and _steady(m) and clock_law.covers(config):
                 solved = clocked.simulate(params, config, platform, clock_law, engine, mainloops or None)
                 row.predicted = clocked.at_cap(row.predicted, solved)
             if config in local:
                 _, row.predicted_local = builder.simulate(params, without_link(platform), engine, trace=False,
-                                                          mainloop_records=mainloops or None)
+                                                          mainloop_records=mainloops or None, configs=configs)
         rows.append(row)
     gemm = _gemm(rs.select("moe", "gemm"))
     paper = paper_table2(paper_des, engine)
