@@ -100,7 +100,8 @@ def main(argv=None) -> int:
     except RecordError as exc:
         print(f"moe_combine_hints: {exc}", file=sys.stderr)
         return 2
-    lines, ratios = table(runs(rs))
+    points = runs(rs)
+    lines, ratios = table(points)
     if len(lines) == 2:
         print(f"moe_combine_hints: {args.records}: no config with both plain local runs", file=sys.stderr)
         return 2
@@ -108,7 +109,7 @@ def main(argv=None) -> int:
     if not re.fullmatch(r"[\w.-]+", platform):
         print(f"moe_combine_hints: --platform {platform!r}: letters, digits, '.', '_' and '-' only", file=sys.stderr)
         return 2
-    quiet = table(runs(rs), QUIET)[1]
+    quiet = table(points, QUIET)[1]
     text = "\n".join([
         f"The Combine's destination and the mainloops beside it, {platform} ({rs.platform.get('gpu', '?')}; records "
         f"{args.records.name}, commits {', '.join(sorted({str(r.data.get('commit')) for r in rs.records}))}); "

@@ -287,7 +287,7 @@ def simulate(params: dict, platform: Platform, engine: str = "fast", trace: bool
     """
     from xsim.des import simulate as run
 
-    seeded: dict = {}   # spread seed -> its Config, shared by the schedules (its tables and pre-pass once)
+    configs = {} if configs is None else configs   # spread seed -> its Config, shared by the schedules too
     cfg = _config(params, platform, mainloop_records, params["spread_seed"], configs)
     if mainloops_us is not None:
         cfg.t_l2_us, cfg.t_l1_us = mainloops_us
@@ -298,8 +298,7 @@ def simulate(params: dict, platform: Platform, engine: str = "fast", trace: bool
         result = run(cfg.workload(schedule, table), engine=engine, trace=trace)
         out[schedule] = metrics.summarize(result, params["kernel_overhead_us"])
         if params["spread_seeds"] > 1:
-            _average_seeds(out[schedule], params, platform, engine, mainloop_records, mainloops_us, schedule, seeded,
-                           configs)
+            _average_seeds(out[schedule], params, platform, engine, mainloop_records, mainloops_us, schedule, configs)
         if len(schedules) > 1:
             local[schedule] = cfg.locality(table, result)
     summary = _header(cfg)
@@ -311,32 +310,28 @@ def simulate(params: dict, platform: Platform, engine: str = "fast", trace: bool
     return result, summary
 
 
-def _config(params: dict, platform: Platform, mainloop_records, seed: int, configs: dict | None) -> Config:
-    """The Config of one spread seed: a copy of ``configs[seed]`` on this platform's link where an earlier
-    call made it (its pre-pass has run: nothing of it is recomputed), else a new one, kept in ``configs``."""
-    if configs is not None and seed in configs:
+def _config(params: dict, platform: Platform, mainloop_records, seed: int, configs: dict) -> Config:
+    """The Config of one spread seed: a copy of ``configs[seed]`` on this platform's link where another
+    schedule or an earlier call made it (a Config runs every schedule's table in its pre-pass, so nothing
+    of it is recomputed), else a new one, kept in ``configs``."""
+    if seed in configs:
         cfg = copy.copy(configs[seed])
         cfg.platform = _scaled_link(platform, params["combine_rate_scale"])
         return cfg
-    cfg = Config({**params, "spread_seed": seed}, platform, mainloop_records)
-    if configs is not None:
-        configs[seed] = cfg
+    cfg = configs[seed] = Config({**params, "spread_seed": seed}, platform, mainloop_records)
     return cfg
 
 
 def _average_seeds(summary: dict, params: dict, platform: Platform, engine: str, mainloop_records,
-                   mainloops_us, schedule: str, seeded: dict, configs: dict | None = None) -> None:
+                   mainloops_us, schedule: str, configs: dict) -> None:
     """``spread_seeds`` > 1: the schedule's kernel time is the mean over that many spread seeds
-    (the first seed's run gives the distributions); each seed's time in ``kernel_us_per_seed``.
-    ``seeded``: each seed's Config, made by the first schedule that asks (a Config runs every
-    schedule's table in its contention pre-pass, so the other schedule reuses it as it is)."""
+    (the first seed's run gives the distributions); each seed's time in ``kernel_us_per_seed``;
+    ``configs``: each seed's Config (:func:`_config`)."""
     from xsim.des import simulate as run
 
     times = [summary["kernel_us"]]
     for seed in range(params["spread_seed"] + 1, params["spread_seed"] + params["spread_seeds"]):
-        if seed not in seeded:
-            seeded[seed] = _config(params, platform, mainloop_records, seed, configs)
-        cfg = seeded[seed]
+        cfg = _config(params, platform, mainloop_records, seed, configs)
         if mainloops_us is not None:
             cfg.t_l2_us, cfg.t_l1_us = mainloops_us
         result = run(cfg.workload(schedule), engine=engine, trace=False)

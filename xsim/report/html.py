@@ -60,7 +60,8 @@ def _png_bytes(fig: go.Figure) -> bytes:
             from kaleido.scopes.plotly import PlotlyScope
         except ImportError:
             raise RuntimeError(f"no PNG renderer ({first.__class__.__name__}: {str(first).splitlines()[0]})") from None
-        return _kaleido_scope(PlotlyScope, Path(plotly.__file__).parent / "package_data" / "plotly.min.js").transform(json.loads(fig.to_json()), format="png", width=900, height=560)
+        scope = _kaleido_scope(PlotlyScope, Path(plotly.__file__).parent / "package_data" / "plotly.min.js")
+        return scope.transform(json.loads(fig.to_json()), format="png", width=900, height=560)
 
 
 def write_pngs(figures: dict[str, go.Figure], folder: Path, stem: str) -> tuple[list[str], str | None]:
